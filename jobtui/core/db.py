@@ -1,0 +1,178 @@
+"""Connecting: where the database is, engines for both backends, masking secrets.
+
+The URL comes from ``--db``, else ``JOBTUI_DB``, else a SQLite file in the
+user's data directory. MySQL/MariaDB credentials may come from an option file
+(``?read_default_file=~/.my.cnf``). A password is never printed: use
+``mask_url`` for anything a person may see.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import threading
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import ArgumentError
+
+from jobtui.core.errors import InvalidInput
+from jobtui.core.timeutil import to_db, utcnow
+
+ENV_VAR = "JOBTUI_DB"
+SQLITE_BUSY_MS = 30_000
+
+
+def default_db_path() -> Path:
+    """``$XDG_DATA_HOME/jobtui/jobtui.db`` (``~/.local/share/jobtui/jobtui.db``)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "share"
+    )
+    return Path(base) / "jobtui" / "jobtui.db"
+
+
+def resolve_url(db: str | None = None) -> str:
+    """The database URL to use: ``db`` if given, else ``$JOBTUI_DB``, else the default file.
+
+    A bare path (no ``://``) means a SQLite file.
+    """
+    value = db or os.environ.get(ENV_VAR) or ""
+    if not value:
+        return f"sqlite:///{default_db_path()}"
+    if "://" not in value:
+        return f"sqlite:///{Path(value).expanduser().absolute()}"
+    return value
+
+
+def parse_url(value: str) -> URL:
+    try:
+        url = make_url(value)
+    except ArgumentError:
+        raise InvalidInput(
+            f"invalid database URL {mask_text(value)!r}: expected sqlite:///PATH or "
+            "mysql+pymysql://USER@HOST:PORT/DATABASE"
+        ) from None
+    backend = url.get_backend_name()
+    if backend not in ("sqlite", "mysql", "mariadb"):
+        raise InvalidInput(
+            f"unsupported database {backend!r} in {mask_url(url)}: accepted are sqlite:///PATH "
+            "and mysql+pymysql://USER@HOST:PORT/DATABASE"
+        )
+    if backend in ("mysql", "mariadb") and url.get_driver_name() not in ("pymysql",):
+        url = url.set(drivername=f"{backend}+pymysql")
+    return url
+
+
+def mask_url(url: URL | str) -> str:
+    """The URL with any password replaced by ***."""
+    if isinstance(url, str):
+        try:
+            parsed = make_url(url)
+        except ArgumentError:
+            return mask_text(url)
+        return parsed.render_as_string(hide_password=True)
+    return url.render_as_string(hide_password=True)
+
+
+_PASSWORD_IN_URL = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
+
+
+def mask_text(text: str) -> str:
+    """Mask ``user:password@`` in free text (error messages that quote a URL)."""
+    return _PASSWORD_IN_URL.sub(r"\1***@", text)
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+# SQLite's own datetime('now') reads the system clock; jobtui registers NOW()
+# so expr schedules can be evaluated (and previewed) at any instant.
+_sqlite_now = threading.local()
+
+
+class sqlite_now_override:
+    """Within this block, SQLite's NOW() returns ``when`` on this thread."""
+
+    def __init__(self, when: datetime) -> None:
+        self.when = when
+
+    def __enter__(self) -> None:
+        _sqlite_now.value = self.when
+
+    def __exit__(self, *exc: object) -> None:
+        _sqlite_now.value = None
+
+
+def _sqlite_now_fn() -> str:
+    value = getattr(_sqlite_now, "value", None) or utcnow()
+    naive = to_db(value)
+    assert naive is not None
+    return naive.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def make_engine(url_text: str, *, pool_size: int = 5) -> Engine:
+    """An engine for either backend, configured as jobtui needs it."""
+    url = parse_url(url_text)
+    if url.get_backend_name() == "sqlite":
+        return _sqlite_engine(url)
+    return _mysql_engine(url, pool_size=pool_size)
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    database = url.database or ""
+    if database and database != ":memory:":
+        path = Path(database).expanduser()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        url = url.set(database=str(path))
+    engine = create_engine(
+        url,
+        connect_args={"timeout": SQLITE_BUSY_MS / 1000, "check_same_thread": False},
+        pool_pre_ping=False,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+        # We issue BEGIN ourselves (below) so that claims can use BEGIN IMMEDIATE.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+        dbapi_conn.create_function("NOW", 0, _sqlite_now_fn)
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        if conn.get_execution_options().get("immediate"):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            conn.exec_driver_sql("BEGIN")
+
+    return engine
+
+
+def _mysql_engine(url: URL, *, pool_size: int) -> Engine:
+    query = dict(url.query)
+    option_file = query.get("read_default_file")
+    if isinstance(option_file, str):
+        query["read_default_file"] = os.path.expanduser(option_file)
+    query.setdefault("charset", "utf8mb4")
+    url = url.set(query=query)
+    return create_engine(
+        url,
+        pool_pre_ping=True,
+        pool_recycle=3600,
+        pool_size=pool_size,
+        max_overflow=pool_size * 2,
+        connect_args={
+            # All DATETIME values are UTC; NOW() in expr schedules is UTC too.
+            "init_command": "SET time_zone = '+00:00'",
+            "connect_timeout": 5,
+            "autocommit": False,
+        },
+    )

@@ -1,0 +1,47 @@
+"""Errors a user can act on.
+
+Every error says what was wrong and what is accepted. The command line maps
+``exit_code`` straight to its process exit status: 2 for bad input or an
+unknown job, 1 for a database that cannot be reached.
+"""
+
+from __future__ import annotations
+
+
+class JobtuiError(Exception):
+    """Base class of every error jobtui raises on purpose."""
+
+    exit_code = 2
+
+
+class InvalidInput(JobtuiError, ValueError):
+    """A value given by the user (CLI, API, console form) is not acceptable."""
+
+
+class JobNotFound(JobtuiError, LookupError):
+    """No job with that name (for this owner) exists."""
+
+    def __init__(self, name: str, owner: str | None = None) -> None:
+        self.name = name
+        self.owner = owner
+        where = f" for owner {owner!r}" if owner else ""
+        super().__init__(f"unknown job {name!r}{where}; `jobtui list` shows the jobs there are")
+
+
+class JobLocked(JobtuiError):
+    """Another runner holds the job's lock."""
+
+    def __init__(self, name: str, holder: str) -> None:
+        self.name = name
+        self.holder = holder
+        super().__init__(f"job {name!r} already locked by {holder}")
+
+
+class DatabaseUnavailable(JobtuiError):
+    """The database cannot be reached (the message never contains a password)."""
+
+    exit_code = 1
+
+
+class ReadOnlyError(JobtuiError):
+    """A change was refused because the store was opened read-only."""

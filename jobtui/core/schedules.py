@@ -1,0 +1,259 @@
+"""Schedule arithmetic: validate a schedule and compute its next run times.
+
+Pure functions, no database: ``expr`` schedules are evaluated by the database
+(see ``JobStore.evaluate_expr``), everything else here. Every function takes
+the times it needs as arguments, so tests never touch the real clock.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+
+from jobtui.core.errors import InvalidInput
+from jobtui.core.model import Schedule
+from jobtui.core.timeutil import aware
+
+MIN_EVERY = 0.1
+MAX_EVERY = 366 * 24 * 3600.0 * 100  # a century: anything longer is a typo
+MAX_EXPR_LENGTH = 1_000
+_FORBIDDEN_EXPR = re.compile(
+    r";|--|#|/\*|\*/|\b(select|insert|update|delete|replace|into|outfile|dumpfile|call|"
+    r"create|drop|alter|grant|revoke|set|load_file|sleep|benchmark|handler|lock|unlock)\b",
+    re.IGNORECASE,
+)
+
+
+def parse_every(value: float | str) -> float:
+    """Seconds between runs: a number >= 0.1 (fractions allowed)."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise InvalidInput(
+            f"invalid --every {value!r}: expected a number of seconds, at least {MIN_EVERY}"
+        ) from None
+    if not math.isfinite(seconds) or seconds < MIN_EVERY or seconds > MAX_EVERY:
+        raise InvalidInput(
+            f"invalid --every {value!r}: the interval must be between {MIN_EVERY} and "
+            f"{MAX_EVERY:.0f} seconds"
+        )
+    return round(seconds, 6)
+
+
+def check_tz(tz: str | None) -> ZoneInfo:
+    """An IANA time zone name (default UTC)."""
+    if tz is None or tz == "":
+        return ZoneInfo("UTC")
+    if not isinstance(tz, str) or "\x00" in tz or len(tz) > 64 or tz.startswith(("/", ".")):
+        raise InvalidInput(f"invalid time zone {tz!r}: expected an IANA name such as Europe/Paris")
+    try:
+        return ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise InvalidInput(
+            f"unknown time zone {tz!r}: expected an IANA name such as UTC or Europe/Paris"
+        ) from None
+
+
+def check_cron(expr: str, tz: str | None = None) -> str:
+    """A cron expression of 5 fields, or 6 with seconds last (croniter's order)."""
+    if not isinstance(expr, str) or "\x00" in expr or len(expr) > 200:
+        raise InvalidInput(f"invalid cron expression {expr!r}")
+    fields = expr.split()
+    if len(fields) not in (5, 6):
+        raise InvalidInput(
+            f"invalid cron expression {expr!r}: expected 5 fields (minute hour day month "
+            "weekday) or 6 with seconds last, e.g. '*/5 * * * *'"
+        )
+    normal = " ".join(fields)
+    try:
+        valid = croniter.is_valid(normal)
+    except Exception:  # croniter raises several types for odd input
+        valid = False
+    if not valid:
+        raise InvalidInput(
+            f"invalid cron expression {expr!r}: expected 5 fields (minute hour day month "
+            "weekday) or 6 with seconds last, e.g. '*/5 * * * *'"
+        )
+    check_tz(tz)
+    try:
+        croniter(normal, datetime(2026, 1, 1, tzinfo=UTC)).get_next(datetime)
+    except Exception as exc:  # e.g. 31 February: never matches
+        raise InvalidInput(f"invalid cron expression {expr!r}: it never fires ({exc})") from None
+    return normal
+
+
+def check_expr(expr: str) -> str:
+    """A date expression the database evaluates (Oracle's INTERVAL), syntactic checks only.
+
+    The store evaluates it once at submit to prove it yields a date.
+    """
+    if not isinstance(expr, str) or not expr.strip():
+        raise InvalidInput(
+            "empty --expr: expected a SQL date expression such as NOW() + INTERVAL 1 DAY"
+        )
+    if "\x00" in expr or len(expr) > MAX_EXPR_LENGTH:
+        raise InvalidInput(f"invalid --expr: at most {MAX_EXPR_LENGTH} characters, no NUL")
+    bad = _FORBIDDEN_EXPR.search(expr)
+    if bad:
+        raise InvalidInput(
+            f"invalid --expr {expr!r}: {bad.group(0)!r} is not allowed; expected one date "
+            "expression such as NOW() + INTERVAL 1 DAY (no statements, comments or semicolons)"
+        )
+    return expr.strip()
+
+
+def make_schedule(
+    kind: str,
+    *,
+    every: float | str | None = None,
+    cron: str | None = None,
+    tz: str | None = None,
+    expr: str | None = None,
+    start: datetime | None = None,
+    finish: datetime | None = None,
+) -> Schedule:
+    """Build a validated Schedule."""
+    start = aware(start) if start else None
+    finish = aware(finish) if finish else None
+    if start and finish and finish <= start:
+        raise InvalidInput(
+            f"finish {finish.isoformat()} is not after start {start.isoformat()}: "
+            "the window must end after it begins"
+        )
+    if tz and kind != "cron":
+        raise InvalidInput("--tz is only accepted with --cron")
+    if kind == "every":
+        if every is None:
+            raise InvalidInput("--every needs a number of seconds")
+        return Schedule("every", every=parse_every(every), start=start, finish=finish)
+    if kind == "cron":
+        if cron is None:
+            raise InvalidInput("--cron needs an expression")
+        normal = check_cron(cron, tz)
+        return Schedule("cron", cron=normal, tz=tz or None, start=start, finish=finish)
+    if kind == "expr":
+        if expr is None:
+            raise InvalidInput("--expr needs a SQL date expression")
+        return Schedule("expr", expr=check_expr(expr), start=start, finish=finish)
+    if kind == "once":
+        return Schedule("once", start=start, finish=finish)
+    raise InvalidInput(f"invalid schedule kind {kind!r}: accepted are every, cron, expr, once")
+
+
+def check_schedule(schedule: Schedule) -> Schedule:
+    """Re-validate a Schedule built elsewhere (import, the console form)."""
+    return make_schedule(
+        schedule.kind,
+        every=schedule.every,
+        cron=schedule.cron,
+        tz=schedule.tz,
+        expr=schedule.expr,
+        start=schedule.start,
+        finish=schedule.finish,
+    )
+
+
+def first_run(schedule: Schedule, now: datetime) -> datetime | None:
+    """The first slot of a new (or re-armed) job, at or after ``now``."""
+    now = aware(now)
+    if schedule.kind == "once":
+        when = schedule.start or now
+        return _in_window(schedule, when)
+    if schedule.kind == "every":
+        anchor = schedule.start or now
+        if anchor >= now:
+            return _in_window(schedule, anchor)
+        return next_slot(schedule, now - timedelta(microseconds=1), anchor)
+    if schedule.kind == "cron":
+        return next_slot(schedule, now - timedelta(microseconds=1), now)
+    # expr: the first run is at start (or now); later runs come from the expression
+    return _in_window(schedule, schedule.start or now)
+
+
+def next_slot(schedule: Schedule, after: datetime, anchor: datetime) -> datetime | None:
+    """The first slot strictly after ``after``, or None when the schedule has no more.
+
+    ``anchor`` is where an ``every`` grid starts (the window start, else the
+    job's creation time). ``expr`` and ``once`` schedules have no slot here:
+    ``once`` has one run only, ``expr`` is evaluated by the database.
+    """
+    after = aware(after)
+    if schedule.kind == "every":
+        assert schedule.every is not None
+        grid_start = aware(schedule.start or anchor)
+        if after < grid_start:
+            return _in_window(schedule, grid_start)
+        step = schedule.every
+        k = math.floor((after - grid_start).total_seconds() / step) + 1
+        slot = grid_start + timedelta(seconds=k * step)
+        while slot <= after:  # float rounding at microsecond precision
+            k += 1
+            slot = grid_start + timedelta(seconds=k * step)
+        return _in_window(schedule, slot)
+    if schedule.kind == "cron":
+        assert schedule.cron is not None
+        zone = check_tz(schedule.tz)
+        base = after
+        if schedule.start and base < schedule.start:
+            base = schedule.start - timedelta(microseconds=1)
+        it = croniter(schedule.cron, base.astimezone(zone))
+        slot = aware(it.get_next(datetime))
+        return _in_window(schedule, slot)
+    return None
+
+
+def upcoming(schedule: Schedule, after: datetime, anchor: datetime, n: int = 5) -> list[datetime]:
+    """The next ``n`` slots strictly after ``after`` (every and cron schedules)."""
+    result: list[datetime] = []
+    cursor = aware(after)
+    while len(result) < n:
+        slot = next_slot(schedule, cursor, anchor)
+        if slot is None:
+            break
+        result.append(slot)
+        cursor = slot
+    return result
+
+
+def _in_window(schedule: Schedule, when: datetime) -> datetime | None:
+    if schedule.start and when < schedule.start:
+        when = schedule.start
+    if schedule.finish and when > schedule.finish:
+        return None
+    return when
+
+
+def describe(schedule: Schedule) -> str:
+    """The schedule in words: "every 5 s", "cron */5 * * * * UTC", "expr NOW() + ..."."""
+    if schedule.kind == "every":
+        assert schedule.every is not None
+        text = f"every {format_seconds(schedule.every)}"
+    elif schedule.kind == "cron":
+        text = f"cron {schedule.cron} {schedule.tz or 'UTC'}"
+    elif schedule.kind == "expr":
+        text = f"expr {schedule.expr}"
+    else:
+        text = "once" if not schedule.start else f"once at {_short(schedule.start)}"
+    if schedule.kind != "once" and schedule.start:
+        text += f" from {_short(schedule.start)}"
+    if schedule.finish:
+        text += f" until {_short(schedule.finish)}"
+    return text
+
+
+def format_seconds(seconds: float) -> str:
+    """5 -> "5 s", 0.5 -> "0.5 s", 300 -> "5 min", 7200 -> "2 h", 86400 -> "1 d"."""
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)} {unit}"
+    if seconds == int(seconds):
+        return f"{int(seconds)} s"
+    return f"{seconds:g} s"
+
+
+def _short(when: datetime) -> str:
+    return aware(when).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -1,0 +1,167 @@
+"""The tables, defined once with SQLAlchemy Core for SQLite and MySQL/MariaDB.
+
+``ensure_schema`` creates them and adds columns a newer version defines, so it
+is safe to run on every start (``jobtui init`` runs it explicitly).
+docs/architecture.md describes every column.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    inspect,
+    text,
+)
+from sqlalchemy.dialects import mysql
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.schema import CreateColumn
+
+SCHEMA_VERSION = 1
+
+# Microsecond precision on MySQL/MariaDB (plain DATETIME drops fractions).
+Timestamp = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+Double = Float(precision=53).with_variant(mysql.DOUBLE(), "mysql", "mariadb")
+Id = BigInteger().with_variant(Integer(), "sqlite")
+LongText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+
+metadata = MetaData()
+
+job = Table(
+    "jobtui_job",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    # definition (the seed's columns)
+    Column("owner", String(190), nullable=False),
+    Column("name", String(64), nullable=False),
+    Column("description", String(2000), nullable=False, default=""),
+    Column("what_kind", String(10), nullable=False),  # call | sql | action
+    Column("what_target", Text, nullable=False),  # schema.proc, the statement, or action name
+    Column("what_args", Text, nullable=False, default="[]"),  # JSON list of text arguments
+    # schedule
+    Column("schedule_kind", String(10), nullable=False),  # every | cron | expr | once
+    Column("schedule_interval", Double),  # seconds, for every
+    Column("schedule_cron", String(200)),
+    Column("schedule_tz", String(64)),
+    Column("schedule_expr", String(1000)),  # DBMS_JOB's INTERVAL: a date expression
+    Column("schedule_start", Timestamp),
+    Column("schedule_finish", Timestamp),
+    Column("schedule_anchor", Timestamp, nullable=False),  # grid origin of every-N jobs
+    # state
+    Column("status", String(10), nullable=False),  # derived: see transitions.derive_status
+    Column("intent", String(10), nullable=False),  # operator: ENABLED | DISABLED | PAUSED
+    Column(
+        "phase", String(10), nullable=False
+    ),  # lifecycle: ENABLED|SLEEPING|ERROR|RESUMED|ABORTED|FINISHED
+    Column("running", Boolean, nullable=False, default=False),  # a runner is executing it
+    Column("broken", Boolean, nullable=False, default=False),
+    Column("broken_reason", Text),
+    Column("failures", Integer, nullable=False, default=0),
+    Column("max_failures", Integer, nullable=False, default=16),
+    Column("cycles", BigInteger, nullable=False, default=0),
+    Column("run_now", Boolean, nullable=False, default=False),
+    Column("abort_requested", Boolean, nullable=False, default=False),
+    # DBMS_JOB's dates
+    Column("last_run", Timestamp),  # LAST_DATE: start of the last successful run
+    Column("this_run", Timestamp),  # THIS_DATE: start of the run in flight
+    Column("next_run", Timestamp),  # NEXT_DATE
+    Column("total_time", Double, nullable=False, default=0.0),
+    Column("last_outcome", String(10)),
+    Column("last_error", Text),
+    Column("last_duration", Double),
+    Column("last_cycle_start", Timestamp),
+    Column("last_cycle_finish", Timestamp),
+    # runner (the seed's runner columns)
+    Column("runner_id", String(190)),
+    Column("runner_connection_id", BigInteger),
+    Column("runner_start", Timestamp),
+    Column("runner_finish", Timestamp),
+    Column("locked_by", String(190)),  # SQLite claim lease holder
+    Column("locked_until", Timestamp),  # SQLite claim lease expiry
+    Column("created", Timestamp, nullable=False),
+    Column("updated", Timestamp, nullable=False),
+    UniqueConstraint("owner", "name", name="uq_jobtui_job_owner_name"),
+    Index("ix_jobtui_job_next_run", "next_run"),
+    Index("ix_jobtui_job_updated", "updated"),
+)
+
+run = Table(
+    "jobtui_run",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("job_id", BigInteger, nullable=False),  # no foreign key: history outlives the job
+    Column("job_name", String(64), nullable=False),
+    Column("owner", String(190), nullable=False),
+    Column("scheduled_for", Timestamp, nullable=False),
+    Column("started", Timestamp),
+    Column("finished", Timestamp),
+    Column("duration", Double),
+    Column("outcome", String(10), nullable=False),  # running|ok|failed|aborted|skipped|lost
+    Column("error", LongText),
+    Column("runner", String(190)),
+    Column("skipped", Integer, nullable=False, default=0),  # slots coalesced into this row
+    Column("manual", Boolean, nullable=False, default=False),  # run-now
+    UniqueConstraint("job_id", "scheduled_for", name="uq_jobtui_run_job_slot"),
+    Index("ix_jobtui_run_started", "started"),
+    Index("ix_jobtui_run_outcome", "outcome"),
+)
+
+runner = Table(
+    "jobtui_runner",
+    metadata,
+    Column("id", String(190), primary_key=True),
+    Column("name", String(64), nullable=False),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("threads", Integer, nullable=False, default=0),
+    Column("connection_id", BigInteger),
+    Column("started", Timestamp, nullable=False),
+    Column("heartbeat", Timestamp, nullable=False),
+    Column("stopping", Boolean, nullable=False, default=False),
+)
+
+meta = Table(
+    "jobtui_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", String(255), nullable=False),
+)
+
+
+def ensure_schema(engine: Engine) -> None:
+    """Create missing tables and add missing columns (idempotent)."""
+    with engine.begin() as conn:
+        metadata.create_all(conn, checkfirst=True)
+        _add_missing_columns(conn)
+        _set_version(conn)
+
+
+def _add_missing_columns(conn: Connection) -> None:
+    insp = inspect(conn)
+    for table in metadata.sorted_tables:
+        have = {c["name"] for c in insp.get_columns(table.name)}
+        for column in table.columns:
+            if column.name in have:
+                continue
+            ddl = CreateColumn(column).compile(dialect=conn.dialect)
+            conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {ddl}"))
+
+
+def _set_version(conn: Connection) -> None:
+    found = conn.execute(meta.select().where(meta.c.key == "schema_version")).first()
+    if found is None:
+        conn.execute(meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+    elif int(found.value) < SCHEMA_VERSION:
+        conn.execute(
+            meta.update().where(meta.c.key == "schema_version").values(value=str(SCHEMA_VERSION))
+        )

@@ -1,0 +1,1198 @@
+"""The job store: define, steer and read jobs (DBMS_JOB's SUBMIT, CHANGE, BROKEN, RUN ...).
+
+Every method is one short transaction. Writes lock the job's row first
+(``SELECT ... FOR UPDATE`` on MySQL/MariaDB, ``BEGIN IMMEDIATE`` on SQLite),
+compute the new state with ``jobtui.core.transitions`` and write it back, so
+operator actions from many processes and runner bookkeeping never interleave
+half-way. Runners use the same tables (``jobtui.core.runner``).
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, datetime
+from functools import wraps
+from typing import Any, ParamSpec, TypeVar
+
+from sqlalchemy import Row, and_, delete, func, insert, select, text, update
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
+
+from jobtui.core import actions, schema
+from jobtui.core.db import make_engine, mask_text, mask_url, resolve_url, sqlite_now_override
+from jobtui.core.errors import (
+    DatabaseUnavailable,
+    InvalidInput,
+    JobNotFound,
+    JobtuiError,
+    ReadOnlyError,
+)
+from jobtui.core.model import (
+    MAX_DESCRIPTION_LENGTH,
+    Intent,
+    Job,
+    Outcome,
+    Run,
+    Schedule,
+    Status,
+    What,
+    check_job_name,
+    split_procedure,
+)
+from jobtui.core.schedules import check_schedule, first_run, make_schedule, next_slot, upcoming
+from jobtui.core.timeutil import Clock, aware, from_db, to_db, utcnow
+from jobtui.core.transitions import derive_status
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+DEFAULT_MAX_FAILURES = 16
+MAX_MAX_FAILURES = 1_000_000
+UNSET: Any = object()
+
+# MySQL client error codes that mean "the server is not there (any more)".
+_CONNECTION_ERRORS = {
+    1040,
+    1042,
+    1043,
+    1044,
+    1045,
+    1049,
+    1053,
+    1152,
+    1158,
+    1159,
+    1160,
+    1161,
+    2002,
+    2003,
+    2005,
+    2006,
+    2013,
+    2055,
+}
+
+
+def _db_errors(fn: Callable[P, T]) -> Callable[P, T]:
+    """Turn driver errors into jobtui errors with a masked, one-line message."""
+
+    @wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except JobtuiError:
+            raise
+        except SQLAlchemyError as exc:
+            raise translate_db_error(exc) from exc
+
+    return wrapper
+
+
+def translate_db_error(exc: BaseException) -> JobtuiError:
+    """A DatabaseUnavailable for lost or refused connections, else a DB error message."""
+    orig = getattr(exc, "orig", None) or exc
+    args = getattr(orig, "args", ())
+    code = args[0] if args else None
+    message = _short_error(exc)
+    if isinstance(exc, OperationalError) and (
+        code in _CONNECTION_ERRORS
+        or (
+            not isinstance(code, int)
+            and ("unable to open" in message or "disk I/O" in message or "readonly" in message)
+        )
+    ):
+        return DatabaseUnavailable(f"database unavailable: {message}")
+    if isinstance(exc, DBAPIError) and getattr(exc, "connection_invalidated", False):
+        return DatabaseUnavailable(f"database unavailable: {message}")
+    err = JobtuiError(f"database error: {message}")
+    err.exit_code = 1
+    return err
+
+
+@dataclass(frozen=True)
+class RunnerInfo:
+    """One row of the runner table."""
+
+    id: str
+    name: str
+    host: str
+    pid: int
+    threads: int
+    connection_id: int | None
+    started: datetime
+    heartbeat: datetime
+    stopping: bool
+
+    def alive(self, now: datetime, timeout: float) -> bool:
+        return (now - self.heartbeat).total_seconds() <= timeout
+
+
+def open_store(
+    db: str | None = None,
+    *,
+    clock: Clock = utcnow,
+    read_only: bool = False,
+    init: bool = True,
+    pool_size: int = 5,
+) -> JobStore:
+    """Open the store at ``db`` (or ``$JOBTUI_DB``, or the default SQLite file)."""
+    url = resolve_url(db)
+    engine = make_engine(url, pool_size=pool_size)
+    store = JobStore(engine, clock=clock, read_only=read_only, url=url)
+    if init and not read_only:
+        store.init()
+    return store
+
+
+class JobStore:
+    """Jobs, runs and runners in one SQL database."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        clock: Clock = utcnow,
+        read_only: bool = False,
+        url: str | None = None,
+    ) -> None:
+        self.engine = engine
+        self.clock = clock
+        self.read_only = read_only
+        self.url = url or engine.url.render_as_string(hide_password=False)
+        self.backend = "sqlite" if engine.dialect.name == "sqlite" else "mysql"
+        self._owner: str | None = None
+        self._owner_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ basics
+
+    @property
+    def masked_url(self) -> str:
+        return mask_url(self.url)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.backend == "sqlite"
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @_db_errors
+    def init(self) -> None:
+        """Create or upgrade the tables (idempotent)."""
+        self._check_writable()
+        schema.ensure_schema(self.engine)
+
+    @_db_errors
+    def ping(self) -> None:
+        with self.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+
+    @property
+    def owner(self) -> str:
+        """The connecting account (``CURRENT_USER()``), or the OS login on SQLite."""
+        with self._owner_lock:
+            if self._owner is None:
+                self._owner = self._current_owner()
+            return self._owner
+
+    @_db_errors
+    def _current_owner(self) -> str:
+        if self.is_sqlite:
+            try:
+                return getpass.getuser()
+            except (KeyError, OSError):
+                return "unknown"
+        with self.engine.connect() as conn:
+            return str(conn.execute(text("SELECT CURRENT_USER()")).scalar_one())
+
+    def now(self) -> datetime:
+        return aware(self.clock())
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError("read-only: this console or command may not change anything")
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction: BEGIN IMMEDIATE on SQLite, a plain transaction on MySQL."""
+        self._check_writable()
+        with self.engine.connect() as conn:
+            if self.is_sqlite:
+                conn = conn.execution_options(immediate=True)
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    # ------------------------------------------------------------------ reading
+
+    def _owner_filter(self, owner: str | None) -> Any:
+        return schema.job.c.owner == (owner or self.owner)
+
+    @_db_errors
+    def get(self, name: str, *, owner: str | None = None) -> Job:
+        """One job by name (the caller's own unless ``owner`` is given)."""
+        with self.read() as conn:
+            row = conn.execute(
+                select(schema.job).where(self._owner_filter(owner), schema.job.c.name == name)
+            ).first()
+        if row is None:
+            raise JobNotFound(name)
+        return job_from_row(row)
+
+    @_db_errors
+    def get_by_id(self, job_id: int) -> Job | None:
+        with self.read() as conn:
+            row = conn.execute(select(schema.job).where(schema.job.c.id == job_id)).first()
+        return job_from_row(row) if row else None
+
+    @_db_errors
+    def list_jobs(self, *, all_owners: bool = False, owner: str | None = None) -> list[Job]:
+        """The caller's jobs (USER_JOBS), or every owner's with ``all_owners`` (DBA_JOBS)."""
+        query = select(schema.job).order_by(schema.job.c.owner, schema.job.c.name)
+        if not all_owners:
+            query = query.where(self._owner_filter(owner))
+        with self.read() as conn:
+            return [job_from_row(r) for r in conn.execute(query)]
+
+    @_db_errors
+    def jobs_changed_since(self, since: datetime | None, *, all_owners: bool = True) -> list[Job]:
+        """Jobs whose row changed after ``since`` (all jobs when None): the console's refresh."""
+        query = select(schema.job)
+        if since is not None:
+            query = query.where(schema.job.c.updated > to_db(since))
+        if not all_owners:
+            query = query.where(self._owner_filter(None))
+        with self.read() as conn:
+            return [job_from_row(r) for r in conn.execute(query)]
+
+    @_db_errors
+    def job_ids(self, *, all_owners: bool = True) -> set[int]:
+        query = select(schema.job.c.id)
+        if not all_owners:
+            query = query.where(self._owner_filter(None))
+        with self.read() as conn:
+            return {int(r[0]) for r in conn.execute(query)}
+
+    @_db_errors
+    def runs(
+        self,
+        name: str | None = None,
+        *,
+        limit: int = 50,
+        outcome: str | None = None,
+        all_owners: bool = False,
+        owner: str | None = None,
+        job_id: int | None = None,
+    ) -> list[Run]:
+        """The run log, latest first."""
+        if not isinstance(limit, int) or limit < 1 or limit > 100_000:
+            raise InvalidInput(
+                f"invalid --limit {limit!r}: expected a whole number from 1 to 100000"
+            )
+        r = schema.run
+        query = select(r).order_by(r.c.scheduled_for.desc(), r.c.id.desc()).limit(limit)
+        if not all_owners:
+            query = query.where(r.c.owner == (owner or self.owner))
+        if name is not None:
+            if job_id is None:
+                job_id = self.get(name, owner=owner).id
+            query = query.where(r.c.job_id == job_id)
+        elif job_id is not None:
+            query = query.where(r.c.job_id == job_id)
+        if outcome is not None:
+            try:
+                Outcome(outcome)
+            except ValueError:
+                accepted = ", ".join(o.value for o in Outcome)
+                raise InvalidInput(
+                    f"invalid outcome {outcome!r}: accepted are {accepted}"
+                ) from None
+            query = query.where(r.c.outcome == outcome)
+        with self.read() as conn:
+            return [run_from_row(row) for row in conn.execute(query)]
+
+    @_db_errors
+    def runners(self) -> list[RunnerInfo]:
+        """Registered runner processes with their heartbeats."""
+        with self.read() as conn:
+            rows = conn.execute(select(schema.runner).order_by(schema.runner.c.started)).all()
+        return [
+            RunnerInfo(
+                id=r.id,
+                name=r.name,
+                host=r.host,
+                pid=r.pid,
+                threads=r.threads,
+                connection_id=r.connection_id,
+                started=from_db(r.started) or self.now(),
+                heartbeat=from_db(r.heartbeat) or self.now(),
+                stopping=bool(r.stopping),
+            )
+            for r in rows
+        ]
+
+    # ------------------------------------------------------------------ defining
+
+    @_db_errors
+    def submit(
+        self,
+        name: str,
+        what: What,
+        schedule: Schedule,
+        *,
+        description: str = "",
+        max_failures: int = DEFAULT_MAX_FAILURES,
+        disabled: bool = False,
+    ) -> Job:
+        """Define a new job (DBMS_JOB.SUBMIT). Validates everything before writing."""
+        self._check_writable()
+        check_job_name(name)
+        schedule = check_schedule(schedule)
+        description = check_description(description)
+        max_failures = check_max_failures(max_failures)
+        self.check_what(what)
+        now = self.now()
+        self.check_expr_schedule(schedule, now)
+        next_run = self._first_run(schedule, now)
+        intent = Intent.DISABLED if disabled else Intent.ENABLED
+        phase = "ENABLED" if next_run is not None else "FINISHED"
+        values = {
+            "owner": self.owner,
+            "name": name,
+            "description": description,
+            **what_columns(what),
+            **schedule_columns(schedule),
+            "schedule_anchor": to_db(schedule.start or now),
+            "status": derive_status(intent=intent, broken=False, running=False, phase=phase).value,
+            "intent": intent.value,
+            "phase": phase,
+            "running": False,
+            "broken": False,
+            "failures": 0,
+            "max_failures": max_failures,
+            "cycles": 0,
+            "run_now": False,
+            "abort_requested": False,
+            "total_time": 0.0,
+            "next_run": to_db(next_run),
+            "created": to_db(now),
+            "updated": to_db(now),
+        }
+        try:
+            with self.write() as conn:
+                conn.execute(insert(schema.job).values(**values))
+        except IntegrityError:
+            raise InvalidInput(
+                f"job {name!r} already exists for owner {self.owner!r}: use `jobtui change` "
+                "to alter it or choose another name"
+            ) from None
+        return self.get(name)
+
+    @_db_errors
+    def change(
+        self,
+        name: str,
+        *,
+        owner: str | None = None,
+        what: What | None = None,
+        kind: str | None = None,
+        every: float | str | None = None,
+        cron: str | None = None,
+        tz: str | None = UNSET,
+        expr: str | None = None,
+        start: datetime | None = UNSET,
+        finish: datetime | None = UNSET,
+        description: str | None = None,
+        max_failures: int | None = None,
+        disabled: bool | None = None,
+    ) -> Job:
+        """Alter a job (DBMS_JOB.CHANGE): only what is given changes.
+
+        A new schedule takes effect from its next slot, even while a run is in
+        flight (the runner reads the row again when it finishes).
+        """
+        self._check_writable()
+        current = self.get(name, owner=owner)
+        if what is not None:
+            self.check_what(what)
+        if description is not None:
+            description = check_description(description)
+        if max_failures is not None:
+            max_failures = check_max_failures(max_failures)
+        schedule = merge_schedule(
+            current.schedule,
+            kind=kind,
+            every=every,
+            cron=cron,
+            tz=tz,
+            expr=expr,
+            start=start,
+            finish=finish,
+        )
+        schedule_changed = schedule != current.schedule
+        now = self.now()
+        if schedule_changed:
+            self.check_expr_schedule(schedule, now)
+        with self.write() as conn:
+            row = self._lock(conn, current.id)
+            job = job_from_row(row)
+            values: dict[str, Any] = {"updated": to_db(now)}
+            if what is not None:
+                values.update(what_columns(what))
+            if description is not None:
+                values["description"] = description
+            if max_failures is not None:
+                values["max_failures"] = max_failures
+            intent = job.intent
+            if disabled is not None:
+                intent = Intent.DISABLED if disabled else Intent.ENABLED
+                values["intent"] = intent.value
+            phase = row.phase
+            if schedule_changed:
+                values.update(schedule_columns(schedule))
+                values["schedule_anchor"] = to_db(schedule.start or now)
+                next_run = self._first_run(schedule, now, conn=conn)
+                values["next_run"] = to_db(next_run)
+                if next_run is None:
+                    phase = "FINISHED"
+                elif phase == "FINISHED":
+                    phase = "ENABLED"
+                values["phase"] = phase
+            values["status"] = derive_status(
+                intent=intent, broken=job.broken, running=bool(row.running), phase=phase
+            ).value
+            conn.execute(update(schema.job).where(schema.job.c.id == job.id).values(**values))
+        return self.get(name, owner=owner)
+
+    @_db_errors
+    def remove(self, name: str, *, owner: str | None = None, wait: float = 10.0) -> Job:
+        """Remove a job (DBMS_JOB.REMOVE). A run in flight is aborted first; history stays."""
+        self._check_writable()
+        job = self.get(name, owner=owner)
+        if job.running:
+            self.abort(name, owner=owner)
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline:
+                current = self.get_by_id(job.id)
+                if current is None or not current.running:
+                    break
+                time.sleep(0.1)
+        with self.write() as conn:
+            conn.execute(delete(schema.job).where(schema.job.c.id == job.id))
+        return job
+
+    # ------------------------------------------------------------------ steering
+
+    def _steer(
+        self,
+        name: str,
+        owner: str | None,
+        fn: Callable[[Connection, Row[Any], Job, datetime], dict[str, Any]],
+    ) -> Job:
+        self._check_writable()
+        job = self.get(name, owner=owner)
+        now = self.now()
+        with self.write() as conn:
+            row = self._lock(conn, job.id)
+            current = job_from_row(row)
+            values = fn(conn, row, current, now)
+            intent = values.get("intent", row.intent)
+            broken = values.get("broken", bool(row.broken))
+            phase = values.get("phase", row.phase)
+            values["status"] = derive_status(
+                intent=intent, broken=broken, running=bool(row.running), phase=phase
+            ).value
+            values["updated"] = to_db(now)
+            conn.execute(update(schema.job).where(schema.job.c.id == job.id).values(**values))
+        return self.get(name, owner=owner)
+
+    @_db_errors
+    def pause(self, name: str, *, owner: str | None = None) -> Job:
+        """No new runs start while PAUSED; a run in flight finishes."""
+
+        def fn(conn: Connection, row: Row[Any], job: Job, now: datetime) -> dict[str, Any]:
+            if row.phase == "FINISHED":
+                raise InvalidInput(f"job {name!r} is FINISHED: there is nothing to pause")
+            if row.intent == Intent.DISABLED:
+                raise InvalidInput(f"job {name!r} is DISABLED: enable it before pausing")
+            return {"intent": Intent.PAUSED.value}
+
+        return self._steer(name, owner, fn)
+
+    @_db_errors
+    def resume(self, name: str, *, owner: str | None = None) -> Job:
+        """Back on the schedule from the next slot (no burst of missed runs)."""
+
+        def fn(conn: Connection, row: Row[Any], job: Job, now: datetime) -> dict[str, Any]:
+            if row.intent == Intent.DISABLED:
+                raise InvalidInput(f"job {name!r} is DISABLED: use `jobtui enable {name}`")
+            if row.intent != Intent.PAUSED and row.phase != "ABORTED":
+                return {}  # already running on its schedule: nothing to do
+            values: dict[str, Any] = {
+                "intent": Intent.ENABLED.value,
+                "abort_requested": False,
+                "phase": "RESUMED",
+            }
+            values.update(self._rearm(conn, job, now))
+            return values
+
+        return self._steer(name, owner, fn)
+
+    @_db_errors
+    def enable(self, name: str, *, owner: str | None = None) -> Job:
+        """Enable a disabled, aborted or finished job; it runs from its next slot."""
+
+        def fn(conn: Connection, row: Row[Any], job: Job, now: datetime) -> dict[str, Any]:
+            values: dict[str, Any] = {"intent": Intent.ENABLED.value, "abort_requested": False}
+            if row.intent != Intent.ENABLED or row.phase in ("ABORTED", "FINISHED"):
+                values["phase"] = "ENABLED"
+                if row.phase == "FINISHED" or job.next_run is None:
+                    values["next_run"] = to_db(self._first_run(job.schedule, now, conn=conn))
+                else:
+                    values.update(self._rearm(conn, job, now))
+                if values.get("next_run") is None:
+                    values["phase"] = "FINISHED"
+            return values
+
+        return self._steer(name, owner, fn)
+
+    @_db_errors
+    def disable(self, name: str, *, owner: str | None = None) -> Job:
+        """No runs at all until enabled (a run in flight finishes)."""
+        return self._steer(name, owner, lambda c, r, j, n: {"intent": Intent.DISABLED.value})
+
+    @_db_errors
+    def abort(self, name: str, *, owner: str | None = None) -> Job:
+        """Stop the run in flight (if any) and stop the schedule until resume/enable/run-now."""
+
+        def fn(conn: Connection, row: Row[Any], job: Job, now: datetime) -> dict[str, Any]:
+            values: dict[str, Any] = {"phase": "ABORTED", "run_now": False}
+            if row.running:
+                values["abort_requested"] = True
+            return values
+
+        return self._steer(name, owner, fn)
+
+    @_db_errors
+    def run_now(self, name: str, *, owner: str | None = None) -> Job:
+        """Ask a runner to run the job once, now, whatever its status (DBMS_JOB.RUN)."""
+        return self._steer(name, owner, lambda c, r, j, n: {"run_now": True})
+
+    @_db_errors
+    def broken(
+        self,
+        name: str,
+        on: bool,
+        *,
+        owner: str | None = None,
+        next_run: datetime | None = None,
+        reason: str = "marked broken by the operator",
+    ) -> Job:
+        """DBMS_JOB.BROKEN: mark broken (no runs) or clear it (failures reset)."""
+        if next_run is not None and on:
+            raise InvalidInput("--next is only accepted with --off")
+
+        def fn(conn: Connection, row: Row[Any], job: Job, now: datetime) -> dict[str, Any]:
+            if on:
+                return {"broken": True, "broken_reason": reason}
+            values: dict[str, Any] = {"broken": False, "broken_reason": None, "failures": 0}
+            if row.phase in ("ERROR",):
+                values["phase"] = "ENABLED"
+            if next_run is not None:
+                values["next_run"] = to_db(aware(next_run))
+                if row.phase == "FINISHED":
+                    values["phase"] = "ENABLED"
+            elif row.broken:
+                values.update(self._rearm(conn, job, now))
+            return values
+
+        return self._steer(name, owner, fn)
+
+    # ------------------------------------------------------------------ schedules
+
+    def _first_run(
+        self, schedule: Schedule, now: datetime, *, conn: Connection | None = None
+    ) -> datetime | None:
+        return first_run(schedule, now)
+
+    def check_expr_schedule(self, schedule: Schedule, now: datetime) -> None:
+        """Evaluate an expr schedule once (as at submit) to prove it yields a later date."""
+        if schedule.kind != "expr":
+            return
+        assert schedule.expr is not None
+        value = self.evaluate_expr(schedule.expr, now)
+        if value is not None and value <= now:
+            raise InvalidInput(
+                f"invalid --expr {schedule.expr!r}: it gives {value.isoformat()}, which is not "
+                "after NOW(); expected a later time such as NOW() + INTERVAL 1 DAY"
+            )
+
+    def _rearm(self, conn: Connection, job: Job, now: datetime) -> dict[str, Any]:
+        """The next slot strictly after now: for resume and broken-off (no burst)."""
+        sched = job.schedule
+        if sched.kind in ("every", "cron"):
+            nxt = next_slot(sched, now, self._anchor(job))
+        elif sched.kind == "once":
+            nxt = None if job.phase == "FINISHED" else job.next_run
+            if nxt is not None and nxt < now:
+                nxt = now
+        else:  # expr: evaluated at the start of each run; resume runs it now
+            nxt = now if job.next_run is None or job.next_run < now else job.next_run
+        values: dict[str, Any] = {"next_run": to_db(nxt)}
+        if nxt is None:
+            values["phase"] = "FINISHED"
+        return values
+
+    @staticmethod
+    def _anchor(job: Job) -> datetime:
+        return job.anchor or job.schedule.start or job.created
+
+    @_db_errors
+    def evaluate_expr(
+        self, expr: str, now: datetime, *, conn: Connection | None = None
+    ) -> datetime | None:
+        """Evaluate an expr schedule as the database would at ``now`` (NULL -> None).
+
+        MySQL/MariaDB: ``SET TIMESTAMP`` makes NOW() return ``now`` for this
+        session. SQLite: jobtui's NOW() function returns ``now`` on this thread.
+        The expression was checked by ``schedules.check_expr`` (one expression,
+        no statements, comments or semicolons).
+        """
+        if conn is None:
+            with self.engine.connect() as own:
+                try:
+                    return self.evaluate_expr(expr, now, conn=own)
+                finally:
+                    own.rollback()
+        try:
+            if self.is_sqlite:
+                with sqlite_now_override(now):
+                    value = conn.execute(text(f"SELECT ({expr})")).scalar()
+            else:
+                conn.execute(text("SET @@timestamp = :ts"), {"ts": aware(now).timestamp()})
+                try:
+                    value = conn.execute(text(f"SELECT ({expr})")).scalar()
+                finally:
+                    conn.execute(text("SET @@timestamp = DEFAULT"))
+        except OperationalError as exc:
+            translated = translate_db_error(exc)
+            if isinstance(translated, DatabaseUnavailable):
+                raise translated from exc
+            raise InvalidInput(
+                f"invalid --expr {expr!r}: the database rejected it ({_short_error(exc)})"
+            ) from None
+        except DBAPIError as exc:
+            raise InvalidInput(
+                f"invalid --expr {expr!r}: the database rejected it ({_short_error(exc)})"
+            ) from None
+        return _to_datetime(value, expr)
+
+    def preview(self, job: Job, n: int = 5) -> list[datetime]:
+        """The next ``n`` run times of a job (the console's preview, ``show``)."""
+        return self.preview_schedule(
+            job.schedule,
+            n,
+            first=job.next_run,
+            anchor=self._anchor(job),
+            finished=job.status is Status.FINISHED,
+        )
+
+    @_db_errors
+    def preview_schedule(
+        self,
+        schedule: Schedule,
+        n: int = 5,
+        *,
+        first: datetime | None = None,
+        anchor: datetime | None = None,
+        finished: bool = False,
+    ) -> list[datetime]:
+        """The next ``n`` run times of a schedule, starting from ``first`` when given."""
+        if finished:
+            return []
+        now = self.now()
+        anchor = anchor or schedule.start or now
+        if first is None:
+            first = first_run(schedule, now)
+            if first is None:
+                return []
+        result = [first]
+        if schedule.kind in ("every", "cron"):
+            result += upcoming(schedule, first, anchor, n - 1)
+        elif schedule.kind == "expr":
+            assert schedule.expr is not None
+            cursor = first
+            with self.engine.connect() as conn:
+                try:
+                    while len(result) < n:
+                        nxt = self.evaluate_expr(schedule.expr, cursor, conn=conn)
+                        if nxt is None or nxt <= cursor:
+                            break
+                        if schedule.finish and nxt > schedule.finish:
+                            break
+                        result.append(nxt)
+                        cursor = nxt
+                finally:
+                    conn.rollback()
+        return result[:n]
+
+    # ------------------------------------------------------------------ validation
+
+    @_db_errors
+    def check_what(self, what: What) -> None:
+        """Validate what a job runs against this database (procedure exists, action registered)."""
+        if what.kind == "action":
+            actions.check_registered(what.target)
+            return
+        if what.kind == "call":
+            schema_name, proc = split_procedure(what.target)
+            if self.is_sqlite:
+                raise InvalidInput(
+                    "--call runs a stored procedure, which needs MySQL/MariaDB; on SQLite use "
+                    "--sql STATEMENT or --action NAME"
+                )
+            with self.read() as conn:
+                found = conn.execute(
+                    text(
+                        "SELECT COUNT(*) FROM information_schema.ROUTINES "
+                        "WHERE ROUTINE_SCHEMA = :s AND ROUTINE_NAME = :p "
+                        "AND ROUTINE_TYPE = 'PROCEDURE'"
+                    ),
+                    {"s": schema_name, "p": proc},
+                ).scalar_one()
+                if not found:
+                    raise InvalidInput(
+                        f"procedure {schema_name}.{proc} does not exist (or you may not see "
+                        f"it): create it first, e.g. CREATE PROCEDURE `{schema_name}`.`{proc}`() ..."
+                    )
+                params = conn.execute(
+                    text(
+                        "SELECT PARAMETER_MODE FROM information_schema.PARAMETERS "
+                        "WHERE SPECIFIC_SCHEMA = :s AND SPECIFIC_NAME = :p "
+                        "AND ROUTINE_TYPE = 'PROCEDURE' AND ORDINAL_POSITION > 0"
+                    ),
+                    {"s": schema_name, "p": proc},
+                ).all()
+            if len(params) != len(what.args):
+                raise InvalidInput(
+                    f"procedure {schema_name}.{proc} takes {len(params)} argument(s), "
+                    f"{len(what.args)} given with --arg"
+                )
+            if any(p[0] != "IN" for p in params):
+                raise InvalidInput(
+                    f"procedure {schema_name}.{proc} has OUT/INOUT parameters: jobtui binds "
+                    "literal arguments only, so use a procedure with IN parameters"
+                )
+            return
+        self._check_sql(what.target)
+
+    def _check_sql(self, statement: str) -> None:
+        """Compile the statement without running it (EXPLAIN on SQLite, PREPARE on MySQL)."""
+        try:
+            with self.engine.connect() as conn:
+                try:
+                    if self.is_sqlite:
+                        conn.exec_driver_sql("EXPLAIN " + statement)
+                    else:
+                        conn.execute(text("PREPARE jobtui_check FROM :s"), {"s": statement})
+                        conn.execute(text("DEALLOCATE PREPARE jobtui_check"))
+                finally:
+                    conn.rollback()
+        except DBAPIError as exc:
+            translated = translate_db_error(exc)
+            if isinstance(translated, DatabaseUnavailable):
+                raise translated from exc
+            raise InvalidInput(
+                f"invalid --sql: the database rejected it ({_short_error(exc)})"
+            ) from None
+
+    # ------------------------------------------------------------------ export / import
+
+    @_db_errors
+    def export(self, *, all_owners: bool = False) -> list[dict[str, Any]]:
+        """Job definitions (not runtime state), in the shape ``import_jobs`` reads."""
+        out = []
+        for job in self.list_jobs(all_owners=all_owners):
+            sched = job.schedule
+            out.append(
+                {
+                    "name": job.name,
+                    "owner": job.owner,
+                    "description": job.description,
+                    "what": job.what.to_dict(),
+                    "schedule": {
+                        k: v for k, v in sched.to_dict().items() if k != "text" and v is not None
+                    },
+                    "max_failures": job.max_failures,
+                    "disabled": job.intent is Intent.DISABLED,
+                }
+            )
+        return out
+
+    @_db_errors
+    def import_jobs(self, data: Any) -> tuple[int, int]:
+        """Create or change jobs from ``export`` output. All are validated before any is written.
+
+        Jobs are imported for the connecting owner. Returns (created, changed).
+        """
+        self._check_writable()
+        if isinstance(data, dict) and "jobs" in data:
+            data = data["jobs"]
+        if not isinstance(data, list):
+            raise InvalidInput("invalid import: expected a list of jobs (the output of export)")
+        parsed = []
+        seen: set[str] = set()
+        for i, item in enumerate(data):
+            try:
+                parsed.append(parse_job_definition(item))
+            except InvalidInput as exc:
+                label = item.get("name") if isinstance(item, dict) else None
+                raise InvalidInput(f"job #{i + 1} ({label or 'no name'}): {exc}") from None
+            if parsed[-1][0] in seen:
+                raise InvalidInput(f"job #{i + 1}: the name {parsed[-1][0]!r} appears twice")
+            seen.add(parsed[-1][0])
+        for name, what, sched, _desc, _maxf, _dis in parsed:
+            try:
+                self.check_what(what)
+                self.check_expr_schedule(sched, self.now())
+            except InvalidInput as exc:
+                raise InvalidInput(f"job {name!r}: {exc}") from None
+        existing = {j.name: j for j in self.list_jobs()}
+        created = changed = 0
+        now = self.now()
+        with self.write() as conn:
+            for name, what, sched, desc, maxf, dis in parsed:
+                values: dict[str, Any] = {
+                    "description": desc,
+                    "max_failures": maxf,
+                    **what_columns(what),
+                    **schedule_columns(sched),
+                    "schedule_anchor": to_db(sched.start or now),
+                    "updated": to_db(now),
+                }
+                intent = Intent.DISABLED if dis else Intent.ENABLED
+                nxt = first_run(sched, now)
+                phase = "ENABLED" if nxt else "FINISHED"
+                values.update(
+                    intent=intent.value,
+                    phase=phase,
+                    next_run=to_db(nxt),
+                )
+                if name in existing:
+                    job = existing[name]
+                    row = self._lock(conn, job.id)
+                    values["status"] = derive_status(
+                        intent=intent,
+                        broken=bool(row.broken),
+                        running=bool(row.running),
+                        phase=phase,
+                    ).value
+                    conn.execute(
+                        update(schema.job).where(schema.job.c.id == job.id).values(**values)
+                    )
+                    changed += 1
+                else:
+                    values.update(
+                        owner=self.owner,
+                        name=name,
+                        status=derive_status(
+                            intent=intent, broken=False, running=False, phase=phase
+                        ).value,
+                        running=False,
+                        broken=False,
+                        failures=0,
+                        cycles=0,
+                        run_now=False,
+                        abort_requested=False,
+                        total_time=0.0,
+                        created=to_db(now),
+                    )
+                    conn.execute(insert(schema.job).values(**values))
+                    created += 1
+        return created, changed
+
+    # ------------------------------------------------------------------ internals
+
+    def _lock(self, conn: Connection, job_id: int) -> Row[Any]:
+        row = conn.execute(
+            select(schema.job).where(schema.job.c.id == job_id).with_for_update()
+        ).first()
+        if row is None:
+            raise JobNotFound(str(job_id))
+        return row
+
+    @_db_errors
+    def counts_by_status(self, *, all_owners: bool = True) -> dict[str, int]:
+        query = select(schema.job.c.status, func.count()).group_by(schema.job.c.status)
+        if not all_owners:
+            query = query.where(self._owner_filter(None))
+        with self.read() as conn:
+            return {str(s): int(n) for s, n in conn.execute(query)}
+
+    @_db_errors
+    def prune_runs(self, *, keep: int = 1000, job_id: int | None = None) -> int:
+        """Delete all but the ``keep`` newest finished runs of each job (or one job)."""
+        r = schema.run
+        deleted = 0
+        with self.write() as conn:
+            ids = (
+                [job_id]
+                if job_id is not None
+                else [x[0] for x in conn.execute(select(r.c.job_id).distinct())]
+            )
+            for jid in ids:
+                cutoff = conn.execute(
+                    select(r.c.scheduled_for)
+                    .where(r.c.job_id == jid)
+                    .order_by(r.c.scheduled_for.desc())
+                    .offset(keep)
+                    .limit(1)
+                ).scalar()
+                if cutoff is None:
+                    continue
+                res = conn.execute(
+                    delete(r).where(
+                        and_(
+                            r.c.job_id == jid,
+                            r.c.scheduled_for <= cutoff,
+                            r.c.outcome != Outcome.RUNNING.value,
+                        )
+                    )
+                )
+                deleted += res.rowcount or 0
+        return deleted
+
+
+# ---------------------------------------------------------------------- row mapping
+
+
+def what_columns(what: What) -> dict[str, Any]:
+    return {"what_kind": what.kind, "what_target": what.target, "what_args": what.args_json()}
+
+
+def schedule_columns(s: Schedule) -> dict[str, Any]:
+    return {
+        "schedule_kind": s.kind,
+        "schedule_interval": s.every,
+        "schedule_cron": s.cron,
+        "schedule_tz": s.tz,
+        "schedule_expr": s.expr,
+        "schedule_start": to_db(s.start),
+        "schedule_finish": to_db(s.finish),
+    }
+
+
+def job_from_row(row: Any) -> Job:
+    what = What.__new__(What)  # rows were validated on the way in; do not re-check
+    object.__setattr__(what, "kind", row.what_kind)
+    object.__setattr__(what, "target", row.what_target)
+    object.__setattr__(what, "args", tuple(json.loads(row.what_args or "[]")))
+    sched = Schedule(
+        kind=row.schedule_kind,
+        every=row.schedule_interval,
+        cron=row.schedule_cron,
+        tz=row.schedule_tz,
+        expr=row.schedule_expr,
+        start=from_db(row.schedule_start),
+        finish=from_db(row.schedule_finish),
+    )
+    job = Job(
+        id=int(row.id),
+        owner=row.owner,
+        name=row.name,
+        description=row.description or "",
+        what=what,
+        schedule=sched,
+        status=Status(row.status),
+        intent=Intent(row.intent),
+        broken=bool(row.broken),
+        failures=int(row.failures or 0),
+        max_failures=int(row.max_failures or DEFAULT_MAX_FAILURES),
+        cycles=int(row.cycles or 0),
+        created=from_db(row.created) or utcnow(),
+        last_run=from_db(row.last_run),
+        this_run=from_db(row.this_run),
+        next_run=from_db(row.next_run),
+        total_time=float(row.total_time or 0.0),
+        last_outcome=Outcome(row.last_outcome) if row.last_outcome else None,
+        last_error=row.last_error,
+        last_duration=row.last_duration,
+        last_cycle_start=from_db(row.last_cycle_start),
+        last_cycle_finish=from_db(row.last_cycle_finish),
+        runner_id=row.runner_id,
+        runner_connection_id=row.runner_connection_id,
+        runner_start=from_db(row.runner_start),
+        runner_finish=from_db(row.runner_finish),
+        run_now=bool(row.run_now),
+        abort_requested=bool(row.abort_requested),
+        broken_reason=row.broken_reason,
+        updated=from_db(row.updated),
+        phase=row.phase,
+        running=bool(row.running),
+        anchor=from_db(row.schedule_anchor),
+    )
+    return job
+
+
+def run_from_row(row: Any) -> Run:
+    return Run(
+        id=int(row.id),
+        job_id=int(row.job_id),
+        job=row.job_name,
+        owner=row.owner,
+        scheduled_for=from_db(row.scheduled_for) or utcnow(),
+        started=from_db(row.started),
+        finished=from_db(row.finished),
+        outcome=Outcome(row.outcome),
+        error=row.error,
+        runner=row.runner,
+        skipped=int(row.skipped or 0),
+        manual=bool(row.manual),
+    )
+
+
+# ---------------------------------------------------------------------- validation helpers
+
+
+def check_description(description: str | None) -> str:
+    if description is None:
+        return ""
+    if not isinstance(description, str) or "\x00" in description:
+        raise InvalidInput("invalid --description: text without NUL characters")
+    if len(description) > MAX_DESCRIPTION_LENGTH:
+        raise InvalidInput(
+            f"--description too long ({len(description)} characters): at most "
+            f"{MAX_DESCRIPTION_LENGTH}"
+        )
+    return description
+
+
+def check_max_failures(value: Any) -> int:
+    try:
+        n = int(value)
+        if isinstance(value, float) and value != n:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise InvalidInput(
+            f"invalid --max-failures {value!r}: expected a whole number from 1 to {MAX_MAX_FAILURES}"
+        ) from None
+    if not 1 <= n <= MAX_MAX_FAILURES:
+        raise InvalidInput(
+            f"invalid --max-failures {value!r}: expected a whole number from 1 to {MAX_MAX_FAILURES}"
+        )
+    return n
+
+
+def merge_schedule(
+    current: Schedule,
+    *,
+    kind: str | None = None,
+    every: float | str | None = None,
+    cron: str | None = None,
+    tz: str | None = UNSET,
+    expr: str | None = None,
+    start: datetime | None = UNSET,
+    finish: datetime | None = UNSET,
+) -> Schedule:
+    """Apply a partial change to a schedule ("only what is given changes")."""
+    given = [k for k, v in (("every", every), ("cron", cron), ("expr", expr)) if v is not None]
+    if kind == "once":
+        given.append("once")
+    if len(given) > 1:
+        raise InvalidInput("give one schedule: --every, --cron, --expr or --once")
+    new_kind = given[0] if given else current.kind
+    new_start = current.start if start is UNSET else start
+    new_finish = current.finish if finish is UNSET else finish
+    if new_kind == current.kind and not given:
+        new_tz = current.tz if tz is UNSET else tz
+        return make_schedule(
+            new_kind,
+            every=current.every,
+            cron=current.cron,
+            tz=new_tz,
+            expr=current.expr,
+            start=new_start,
+            finish=new_finish,
+        )
+    new_tz = None if tz is UNSET else tz
+    if new_kind == "cron" and tz is UNSET and current.kind == "cron":
+        new_tz = current.tz
+    return make_schedule(
+        new_kind, every=every, cron=cron, tz=new_tz, expr=expr, start=new_start, finish=new_finish
+    )
+
+
+def parse_job_definition(item: Any) -> tuple[str, What, Schedule, str, int, bool]:
+    """One entry of an export file, validated."""
+    from jobtui.core.timeutil import parse_when
+
+    if not isinstance(item, dict):
+        raise InvalidInput("expected a mapping with name, what and schedule")
+    name = check_job_name(item.get("name", ""))
+    w = item.get("what")
+    if not isinstance(w, dict):
+        raise InvalidInput("'what' must be a mapping with kind, target and args")
+    args = w.get("args") or []
+    if not isinstance(args, list):
+        raise InvalidInput("'what.args' must be a list")
+    what = What(w.get("kind", ""), w.get("target", ""), tuple(str(a) for a in args))
+    s = item.get("schedule")
+    if not isinstance(s, dict):
+        raise InvalidInput("'schedule' must be a mapping with kind and its value")
+    sched = make_schedule(
+        str(s.get("kind", "")),
+        every=s.get("every"),
+        cron=s.get("cron"),
+        tz=s.get("tz"),
+        expr=s.get("expr"),
+        start=parse_when(s["start"], "schedule.start") if s.get("start") else None,
+        finish=parse_when(s["finish"], "schedule.finish") if s.get("finish") else None,
+    )
+    desc = check_description(item.get("description", ""))
+    maxf = check_max_failures(item.get("max_failures", DEFAULT_MAX_FAILURES))
+    disabled = item.get("disabled", False)
+    if not isinstance(disabled, bool):
+        raise InvalidInput("'disabled' must be true or false")
+    return name, what, sched, desc, maxf, disabled
+
+
+def _short_error(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None) or exc
+    args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
+    msg = str(args[1]) if len(args) > 1 and isinstance(args[0], int) else str(orig)
+    return mask_text(msg.splitlines()[0] if msg else type(orig).__name__)
+
+
+def _to_datetime(value: Any, expr: str) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return aware(value)
+    if isinstance(value, date):
+        return aware(datetime(value.year, value.month, value.day))
+    if isinstance(value, (bytes, str)):
+        textual = value.decode() if isinstance(value, bytes) else value
+        try:
+            return aware(datetime.fromisoformat(textual.strip()))
+        except ValueError:
+            pass
+    raise InvalidInput(
+        f"invalid --expr {expr!r}: it gave {value!r}, not a date-time; expected e.g. "
+        "NOW() + INTERVAL 1 DAY (MySQL) or datetime(NOW(), '+1 day') (SQLite)"
+    )
+
+
+def sleep_until(deadline: float) -> None:
+    delay = deadline - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)

@@ -1,0 +1,75 @@
+"""Status transitions, as pure functions over a job's state columns.
+
+Four columns hold the truth; ``status`` is derived from them on every write
+(under the row lock), so operator intent and runner activity stay
+distinguishable in the data while people read one word:
+
+- ``intent``  what the operator wants: ENABLED, DISABLED, PAUSED;
+- ``broken``  DBMS_JOB's flag (too many failures, or set by the operator);
+- ``running`` a runner is executing the job now;
+- ``phase``   where the schedule stands: ENABLED (never ran), SLEEPING,
+  ERROR (last run failed, a retry is due), RESUMED, ABORTED, FINISHED.
+
+docs/architecture.md has the full table of transitions.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from jobtui.core.model import Intent, Status
+
+PHASES = ("ENABLED", "SLEEPING", "ERROR", "RESUMED", "ABORTED", "FINISHED")
+BACKOFF_BASE = timedelta(minutes=1)
+BACKOFF_CAP = timedelta(days=1)
+
+
+def derive_status(*, intent: str, broken: bool, running: bool, phase: str) -> Status:
+    """The one word shown for a job. Precedence: RUNNING, FINISHED, intent, BROKEN, phase."""
+    if running:
+        return Status.RUNNING
+    if phase == "FINISHED":
+        return Status.FINISHED
+    if intent == Intent.DISABLED:
+        return Status.DISABLED
+    if intent == Intent.PAUSED:
+        return Status.PAUSED
+    if broken:
+        return Status.BROKEN
+    return Status(phase)
+
+
+def is_due_for_schedule(
+    *,
+    intent: str,
+    broken: bool,
+    running: bool,
+    phase: str,
+    next_run: datetime | None,
+    now: datetime,
+) -> bool:
+    """Whether a runner may start a scheduled (not run-now) run."""
+    return (
+        intent == Intent.ENABLED
+        and not broken
+        and not running
+        and phase not in ("ABORTED", "FINISHED")
+        and next_run is not None
+        and next_run <= now
+    )
+
+
+def backoff_delay(failures: int) -> timedelta:
+    """DBMS_JOB's retry delay after the ``failures``-th failure in a row: 1, 2, 4 ... minutes."""
+    if failures <= 0:
+        return timedelta(0)
+    delay = BACKOFF_BASE * (2 ** min(failures - 1, 20))
+    return min(delay, BACKOFF_CAP)
+
+
+def retry_time(failures: int, finished: datetime, next_regular: datetime | None) -> datetime:
+    """When a failed job is tried again: after the backoff, but never after its next slot."""
+    retry = finished + backoff_delay(failures)
+    if next_regular is not None and next_regular < retry:
+        return next_regular
+    return retry

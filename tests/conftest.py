@@ -1,0 +1,116 @@
+"""Shared fixtures: real SQLite files and real MariaDB databases.
+
+MariaDB tests use a fresh database per test (``jobtui_t_<random>``) on
+127.0.0.1:3306 as root. Outside CI they are skipped with a reason when the
+server is unreachable; with ``CI`` set, an unreachable server fails them.
+Override the server with ``JOBTUI_TEST_MYSQL`` (a URL without database).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+
+import pytest
+
+from jobtui.core.store import JobStore, open_store
+
+MYSQL_SERVER = os.environ.get("JOBTUI_TEST_MYSQL", "mysql+pymysql://root@127.0.0.1:3306")
+IN_CI = bool(os.environ.get("CI"))
+
+
+def _mysql_reachable() -> str | None:
+    """None when reachable, else the reason."""
+    import pymysql
+
+    from jobtui.core.db import parse_url
+
+    url = parse_url(MYSQL_SERVER + "/test")
+    try:
+        conn = pymysql.connect(
+            host=url.host or "127.0.0.1",
+            port=url.port or 3306,
+            user=url.username or "root",
+            password=url.password or "",
+            connect_timeout=3,
+        )
+    except Exception as exc:  # any failure means "not reachable"
+        return f"MariaDB not reachable at {url.host}:{url.port}: {exc}"
+    conn.close()
+    return None
+
+
+_reason: str | None | bool = False
+
+
+def mysql_unreachable_reason() -> str | None:
+    global _reason
+    if _reason is False:
+        _reason = _mysql_reachable()
+    return _reason  # type: ignore[return-value]
+
+
+def require_mysql() -> None:
+    reason = mysql_unreachable_reason()
+    if reason:
+        if IN_CI:
+            pytest.fail(f"CI is set, so MariaDB tests must run: {reason}")
+        pytest.skip(reason)
+
+
+def admin_connection(database: str | None = None):  # type: ignore[no-untyped-def]
+    """A raw PyMySQL connection as the test server's admin (autocommit)."""
+    import pymysql
+
+    from jobtui.core.db import parse_url
+
+    url = parse_url(MYSQL_SERVER + "/test")
+    return pymysql.connect(
+        host=url.host or "127.0.0.1",
+        port=url.port or 3306,
+        user=url.username or "root",
+        password=url.password or "",
+        database=database,
+        autocommit=True,
+    )
+
+
+@pytest.fixture
+def sqlite_url(tmp_path) -> str:  # type: ignore[no-untyped-def]
+    return f"sqlite:///{tmp_path / 'jobtui.db'}"
+
+
+@pytest.fixture
+def mariadb_url() -> Iterator[str]:
+    """A URL to a brand-new, empty MariaDB database, dropped afterwards."""
+    require_mysql()
+    name = f"jobtui_t_{secrets.token_hex(6)}"
+    conn = admin_connection()
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{name}`")
+    conn.close()
+    try:
+        yield f"{MYSQL_SERVER}/{name}"
+    finally:
+        conn = admin_connection()
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        conn.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("mariadb", marks=pytest.mark.mariadb)])
+def db_url(request) -> str:  # type: ignore[no-untyped-def]
+    """Parametrized over both backends: the store contract runs on each."""
+    if request.param == "sqlite":
+        return request.getfixturevalue("sqlite_url")  # type: ignore[no-any-return]
+    return request.getfixturevalue("mariadb_url")  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def store(db_url) -> Iterator[JobStore]:  # type: ignore[no-untyped-def]
+    s = open_store(db_url)
+    try:
+        yield s
+    finally:
+        s.close()
