@@ -31,7 +31,7 @@ SCHEMA_VERSION = 1
 
 # Microsecond precision on MySQL/MariaDB (plain DATETIME drops fractions).
 Timestamp = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
-Double = Float(precision=53).with_variant(mysql.DOUBLE(), "mysql", "mariadb")
+Double = Float(precision=53).with_variant(mysql.DOUBLE(asdecimal=False), "mysql", "mariadb")
 Id = BigInteger().with_variant(Integer(), "sqlite")
 LongText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 
