@@ -7,6 +7,9 @@ docs/architecture.md describes every column.
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -21,10 +24,11 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     inspect,
+    literal,
     text,
 )
 from sqlalchemy.dialects import mysql
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.schema import CreateColumn
 
 SCHEMA_VERSION = 1
@@ -153,8 +157,37 @@ def _add_missing_columns(conn: Connection) -> None:
         for column in table.columns:
             if column.name in have:
                 continue
-            ddl = CreateColumn(column).compile(dialect=conn.dialect)
+            ddl = _column_ddl(column, conn.dialect)
             conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {ddl}"))
+
+
+def _column_ddl(column: Column[Any], dialect: Dialect) -> str:
+    """ADD COLUMN text; a NOT NULL column gets a DEFAULT so existing rows can be filled.
+
+    SQLite refuses ``ADD COLUMN ... NOT NULL`` without a default, and on MySQL
+    the implicit default would be whatever the server picks.
+    """
+    if column.nullable or column.server_default is not None:
+        return str(CreateColumn(column).compile(dialect=dialect))
+    default = getattr(column.default, "arg", None)
+    if default is None or callable(default):
+        default = _ZERO.get(column.type._type_affinity, "")
+    if isinstance(default, float) and default.is_integer():
+        default = int(default)  # SQLite rejects the parenthesised (0.0) form in ADD COLUMN
+    fill = literal(default, column.type).compile(
+        dialect=dialect, compile_kwargs={"literal_binds": True}
+    )
+    copy = Column(column.name, column.type, nullable=False, server_default=text(str(fill)))
+    return str(CreateColumn(copy).compile(dialect=dialect))
+
+
+# Fill values for NOT NULL columns added to existing rows (by type affinity).
+_ZERO: dict[Any, Any] = {
+    Boolean: False,
+    Integer: 0,
+    Float: 0,
+    DateTime: datetime(1970, 1, 1),
+}
 
 
 def _set_version(conn: Connection) -> None:
