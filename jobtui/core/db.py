@@ -20,7 +20,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 
-from jobtui.core.errors import InvalidInput
+from jobtui.core.errors import DatabaseUnavailable, InvalidInput
 from jobtui.core.timeutil import to_db, utcnow
 
 ENV_VAR = "JOBTUI_DB"
@@ -127,7 +127,14 @@ def _sqlite_engine(url: URL) -> Engine:
     database = url.database or ""
     if database and database != ":memory:":
         path = Path(database).expanduser()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DatabaseUnavailable(
+                f"database unavailable: cannot create the directory {str(path.parent)!r} for "
+                f"the SQLite file ({exc.strerror or exc}); give --db sqlite:///PATH in a "
+                "writable directory"
+            ) from None
         url = url.set(database=str(path))
     engine = create_engine(
         url,

@@ -146,7 +146,11 @@ def open_store(
     engine = make_engine(url, pool_size=pool_size)
     store = JobStore(engine, clock=clock, read_only=read_only, url=url)
     if init and not read_only:
-        store.init()
+        try:
+            store.init()
+        except DatabaseUnavailable as exc:
+            store.close()
+            raise DatabaseUnavailable(f"{exc} (database {store.masked_url})") from exc
     return store
 
 
