@@ -125,8 +125,9 @@ class What:
                     f"invalid action name {self.target!r}: 1-128 characters from "
                     "A-Z a-z 0-9 _ . : -"
                 )
-        if self.args and self.kind != "call":
-            raise InvalidInput("--arg is only accepted with --call")
+        if self.args and self.kind == "sql":
+            # actions take arguments too (demo.sleep SECONDS, demo.export_csv TABLE PATH)
+            raise InvalidInput("--arg is only accepted with --call or --action, not with --sql")
         if len(self.args) > MAX_ARGS:
             raise InvalidInput(f"too many arguments ({len(self.args)}): at most {MAX_ARGS}")
         for arg in self.args:
@@ -142,6 +143,8 @@ class What:
             return f"call {self.target}({args})"
         if self.kind == "sql":
             return f"sql {self.target}"
+        if self.args:
+            return f"action {self.target} " + " ".join(repr(a) for a in self.args)
         return f"action {self.target}"
 
     def to_dict(self) -> dict[str, Any]:
