@@ -1,0 +1,1005 @@
+"""The ``jobtui`` command line: thin verbs over ``jobtui.core.store.JobStore``.
+
+Every verb opens the store, does one thing and prints either a human line or
+table, or (``--json``) the stable shapes of ``Job.to_dict`` / ``Run.to_dict``.
+Errors are one line on stderr, ``jobtui: error: <message>``, with the exit
+code of the error (2 bad input, unknown job or refused; 1 database
+unreachable or failing; 130 on Ctrl-C). docs/cli.md documents every verb,
+option, field and exit code.
+
+The runner and the console are imported lazily inside the verbs that need
+them, so list/show/submit never load Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, NoReturn
+
+from jobtui import __version__
+from jobtui.core.db import ENV_VAR, mask_text, mask_url, resolve_url
+from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobtuiError
+from jobtui.core.model import Job, Run, What
+from jobtui.core.store import UNSET, JobStore, RunnerInfo, open_store, translate_db_error
+from jobtui.core.timeutil import aware, iso, parse_when
+
+PROG = "jobtui"
+DEBUG_VAR = "JOBTUI_DEBUG"
+HEARTBEAT_TIMEOUT = 15.0  # seconds; the runner pool's default: older heartbeats are dead
+UPCOMING = 5
+DEFAULT_LOG_LIMIT = 20
+
+EXIT_OK = 0
+EXIT_DB = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """A command-line usage error (argparse's), reported in one line with exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line that names the help to read."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+# ---------------------------------------------------------------------- argument types
+
+
+def _whole(label: str, minimum: int, maximum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(
+                f"invalid {label} {text!r}: expected a whole number from {minimum} to {maximum}"
+            )
+        return value
+
+    return parse
+
+
+def _seconds(label: str, minimum: float, maximum: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not minimum <= value <= maximum:  # NaN fails both comparisons
+            raise argparse.ArgumentTypeError(
+                f"invalid {label} {text!r}: expected a number of seconds from {minimum:g} "
+                f"to {maximum:g}"
+            )
+        return value
+
+    return parse
+
+
+# ---------------------------------------------------------------------- the parser
+
+VERBS = (
+    "init",
+    "submit",
+    "change",
+    "remove",
+    "list",
+    "show",
+    "log",
+    "pause",
+    "resume",
+    "enable",
+    "disable",
+    "abort",
+    "run-now",
+    "broken",
+    "export",
+    "import",
+    "runners",
+    "worker",
+    "run",
+    "console",
+    "demo",
+)
+
+STEERING = {
+    # verb: (store method, what the line says was done)
+    "pause": ("pause", "paused"),
+    "resume": ("resume", "resumed"),
+    "enable": ("enable", "enabled"),
+    "disable": ("disable", "disabled"),
+    "abort": ("abort", "aborted"),
+    "run-now": ("run_now", "asked a runner to run"),
+}
+
+
+def _db_option(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    # On the verb the default is SUPPRESS so that `jobtui --db X list` keeps X.
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        default=None if top else argparse.SUPPRESS,
+        help=f"database URL (sqlite:///PATH, a bare file path, or "
+        f"mysql+pymysql://USER@HOST:PORT/DB); default ${ENV_VAR}, else the SQLite file in "
+        "the user's data directory",
+    )
+
+
+def _json_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+
+def _definition_options(parser: argparse.ArgumentParser, *, change: bool) -> None:
+    what = parser.add_argument_group(
+        "what to run" + (" (give one to replace it)" if change else " (give exactly one)")
+    )
+    what.add_argument("--call", metavar="SCHEMA.PROC", help="call a stored procedure (MySQL)")
+    what.add_argument("--sql", metavar="STMT", help="run one SQL statement")
+    what.add_argument("--action", metavar="NAME", help="run a registered Python action")
+    what.add_argument(
+        "--arg",
+        metavar="V",
+        action="append",
+        dest="args",
+        help="an argument for --call or --action (repeat for several; --arg=-x for a "
+        "value starting with -)",
+    )
+    when = parser.add_argument_group(
+        "schedule" + (" (give one to replace it)" if change else " (give exactly one)")
+    )
+    when.add_argument("--every", metavar="SECONDS", help="every N seconds (at least 0.1)")
+    when.add_argument("--cron", metavar="EXPR", help="cron: 5 fields, or 6 with seconds last")
+    when.add_argument("--tz", metavar="ZONE", help="IANA time zone of --cron (default UTC)")
+    when.add_argument("--expr", metavar="SQL", help="a SQL date expression (Oracle's INTERVAL)")
+    when.add_argument("--once", action="store_true", help="run once")
+    when.add_argument("--start", metavar="WHEN", help="window start, ISO 8601 (no offset = UTC)")
+    when.add_argument("--finish", metavar="WHEN", help="window end, ISO 8601 (no offset = UTC)")
+    if change:
+        when.add_argument("--no-start", action="store_true", help="clear the window start")
+        when.add_argument("--no-finish", action="store_true", help="clear the window end")
+    other = parser.add_argument_group("other")
+    other.add_argument("--description", metavar="TEXT", help="free text")
+    other.add_argument(
+        "--max-failures",
+        metavar="N",
+        help="failures in a row before the job is BROKEN (1-1000000; default 16)",
+    )
+    other.add_argument("--disabled", action="store_true", help="the job does not run until enabled")
+    if change:
+        other.add_argument("--enable", action="store_true", help="enable the job")
+    _json_option(parser, "the job")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line (docs/cli.md mirrors it)."""
+    parser = _Parser(
+        prog=PROG,
+        description="jobtui: a database job scheduler (DBMS_JOB for MySQL/MariaDB and "
+        "SQLite) with a live operator console. With no verb it starts the console.",
+        epilog="Exit codes: 0 ok; 2 bad input, unknown job or refused; 1 database "
+        "unreachable or failing; 130 interrupted. See docs/cli.md.",
+    )
+    _db_option(parser, top=True)
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="VERB")
+
+    def verb(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        _db_option(p, top=False)
+        return p
+
+    verb("init", "create or upgrade the tables")
+
+    p = verb("submit", "define a new job")
+    p.add_argument("name", metavar="NAME")
+    _definition_options(p, change=False)
+
+    p = verb("change", "alter a job: only what is given changes")
+    p.add_argument("name", metavar="NAME")
+    _definition_options(p, change=True)
+
+    p = verb("remove", "remove a job (a run in flight is aborted first; its log stays)")
+    p.add_argument("name", metavar="NAME")
+
+    p = verb("list", "list jobs")
+    p.add_argument("--all", action="store_true", help="every owner's jobs (DBA_JOBS)")
+    _json_option(p, "the jobs")
+
+    p = verb("show", "show one job and its next 5 run times")
+    p.add_argument("name", metavar="NAME")
+    _json_option(p, "the job")
+
+    p = verb("log", "the run log, latest first")
+    p.add_argument("name", metavar="NAME", nargs="?", help="only this job's runs")
+    p.add_argument(
+        "--limit",
+        metavar="N",
+        type=_whole("--limit", 1, 100_000),
+        default=DEFAULT_LOG_LIMIT,
+        help=f"at most N runs (default {DEFAULT_LOG_LIMIT})",
+    )
+    p.add_argument(
+        "--outcome",
+        metavar="O",
+        help="only runs with this outcome: running, ok, failed, aborted, skipped, lost",
+    )
+    p.add_argument("--all", action="store_true", help="every owner's runs")
+    _json_option(p, "the runs")
+
+    for name in STEERING:
+        p = verb(name, f"{name} a job" if name != "run-now" else "run a job once, now")
+        p.add_argument("name", metavar="NAME")
+        _json_option(p, "the job")
+
+    p = verb("broken", "mark a job broken (--on) or clear it (--off)")
+    p.add_argument("name", metavar="NAME")
+    onoff = p.add_mutually_exclusive_group(required=True)
+    onoff.add_argument("--on", action="store_true", help="mark broken: no runs until cleared")
+    onoff.add_argument("--off", action="store_true", help="clear broken and reset failures")
+    p.add_argument("--next", metavar="WHEN", help="with --off: the next run time (ISO 8601)")
+    _json_option(p, "the job")
+
+    p = verb("export", "print job definitions (for import)")
+    p.add_argument(
+        "--format",
+        choices=("json", "yaml"),
+        default="json",
+        help="output format (default json)",
+    )
+    p.add_argument("--all", action="store_true", help="every owner's jobs")
+
+    p = verb("import", "create or change jobs from an export file")
+    p.add_argument("file", metavar="FILE", help="a JSON or YAML export file, or - for stdin")
+
+    p = verb("runners", "the registered runners and their heartbeat age")
+    _json_option(p, "the runners")
+
+    p = verb("worker", "run a headless runner pool until SIGTERM or Ctrl-C")
+    p.add_argument(
+        "--threads",
+        metavar="N",
+        type=_whole("--threads", 1, 256),
+        default=4,
+        help="runner threads (default 4)",
+    )
+    p.add_argument(
+        "--poll",
+        metavar="SECONDS",
+        type=_seconds("--poll", 0.05, 3600),
+        default=1.0,
+        help="longest sleep between looks at the job table (default 1)",
+    )
+    p.add_argument("--name", metavar="NAME", help="the runner's name in the runner table")
+    p.add_argument(
+        "--grace",
+        metavar="SECONDS",
+        type=_seconds("--grace", 0, 86_400),
+        default=10.0,
+        help="on stop, how long runs may finish before they are aborted (default 10)",
+    )
+
+    p = verb("run", "run one job's schedule in the foreground (the seed's job$run)")
+    p.add_argument("name", metavar="NAME")
+
+    p = verb("console", "the operator console (the default verb)")
+    _console_options(p, default_runners=0)
+
+    p = verb("demo", "create a demo SQLite database and open the console on it")
+    _console_options(p, default_runners=2, demo=True)
+    p.add_argument(
+        "--path", metavar="FILE", help="the demo database file (default: in the data directory)"
+    )
+    return parser
+
+
+def _console_options(
+    parser: argparse.ArgumentParser, *, default_runners: int, demo: bool = False
+) -> None:
+    parser.add_argument(
+        "--runners",
+        metavar="N",
+        type=_whole("--runners", 0, 256),
+        default=default_runners,
+        help=f"runner threads hosted by the console (default {default_runners})",
+    )
+    if demo:
+        return
+    parser.add_argument("--read-only", action="store_true", help="watch only: no changes")
+    parser.add_argument(
+        "--refresh",
+        metavar="SECONDS",
+        type=_seconds("--refresh", 0.1, 3600),
+        default=1.0,
+        help="refresh interval (default 1)",
+    )
+    parser.add_argument("--all", action="store_true", help="every owner's jobs")
+
+
+def normalize_argv(argv: Sequence[str]) -> list[str]:
+    """Insert the default verb ``console`` when no verb is given (``jobtui --db X``)."""
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token == "--db":
+            i += 2
+        elif token.startswith("--db="):
+            i += 1
+        elif token in ("-h", "--help", "--version") or token in VERBS:
+            return args
+        elif token.startswith("-"):
+            return [*args[:i], "console", *args[i:]]
+        else:
+            return args  # not a verb: argparse says which verbs there are
+    return [*args, "console"]
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse ``argv`` (default ``sys.argv[1:]``), raising UsageError on bad usage."""
+    raw = list(sys.argv[1:] if argv is None else argv)
+    return build_parser().parse_args(normalize_argv(raw))
+
+
+# ---------------------------------------------------------------------- main
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return its exit code (the console script exits with it)."""
+    try:
+        try:
+            args = parse_args(argv)
+        except SystemExit as exc:  # --help and --version
+            return exc.code if isinstance(exc.code, int) else EXIT_OK
+        return run_command(args)
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except UsageError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except JobtuiError as exc:
+        return _fail(str(exc), exc.exit_code)
+    except BrokenPipeError:
+        # The reader went away (`jobtui list | head -1`): nothing more to say.
+        _silence_stdout()
+        return EXIT_DB
+    except Exception as exc:
+        from sqlalchemy.exc import SQLAlchemyError
+
+        if os.environ.get(DEBUG_VAR):
+            raise
+        if isinstance(exc, SQLAlchemyError):
+            err = translate_db_error(exc)
+            return _fail(str(err), err.exit_code)
+        return _fail(
+            f"unexpected {type(exc).__name__}: {exc} (set {DEBUG_VAR}=1 for a traceback)",
+            EXIT_DB,
+        )
+
+
+def _fail(message: str, code: int) -> int:
+    line = " ".join(mask_text(message).split())
+    print(f"{PROG}: error: {line}", file=sys.stderr)
+    return code
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def run_command(args: argparse.Namespace) -> int:
+    handler = HANDLERS[args.command]
+    return handler(args)
+
+
+def _open(args: argparse.Namespace, *, read_only: bool = False) -> JobStore:
+    """Open the store named by --db / $JOBTUI_DB / the default, creating tables if needed."""
+    url = resolve_url(getattr(args, "db", None))
+    try:
+        if read_only:
+            return open_store(url, read_only=True, init=False)
+        return open_store(url)
+    except OSError as exc:  # e.g. the SQLite file's directory cannot be created
+        raise DatabaseUnavailable(
+            f"database unavailable: cannot open {mask_url(url)}: {exc.strerror or exc}"
+        ) from None
+
+
+def _print(text: str = "") -> None:
+    print(text)
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+# ---------------------------------------------------------------------- defining
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from jobtui.core.schema import SCHEMA_VERSION
+
+    store = _open(args)
+    try:
+        store.ping()
+        _print(f"initialised {store.masked_url} (schema version {SCHEMA_VERSION})")
+    finally:
+        store.close()
+    return EXIT_OK
+
+
+def _given(args: argparse.Namespace, *names: str) -> list[str]:
+    return [
+        f"--{n.replace('_', '-')}" for n in names if getattr(args, n, None) not in (None, False)
+    ]
+
+
+def _what_from_args(args: argparse.Namespace, *, required: bool) -> What | None:
+    """What to run from --call/--sql/--action and --arg (None: not given)."""
+    whats = _given(args, "call", "sql", "action")
+    if len(whats) > 1:
+        raise InvalidInput(
+            f"give one thing to run, not {' and '.join(whats)}: --call SCHEMA.PROC, "
+            "--sql STATEMENT or --action NAME"
+        )
+    arg_values = tuple(args.args or ())
+    if not whats:
+        if required:
+            raise InvalidInput(
+                "nothing to run: give --call SCHEMA.PROC, --sql STATEMENT or --action NAME"
+            )
+        return None
+    if args.call is not None:
+        return What("call", args.call, arg_values)
+    if args.action is not None:
+        return What("action", args.action, arg_values)
+    if arg_values:
+        raise InvalidInput("--arg is only accepted with --call or --action, not with --sql")
+    return What("sql", args.sql)
+
+
+def _schedule_kind(args: argparse.Namespace, *, required: bool) -> str | None:
+    kinds = _given(args, "every", "cron", "expr", "once")
+    if len(kinds) > 1:
+        raise InvalidInput(
+            f"give one schedule, not {' and '.join(kinds)}: --every SECONDS, --cron EXPR, "
+            "--expr SQL or --once"
+        )
+    if not kinds:
+        if required:
+            raise InvalidInput(
+                "no schedule: give --every SECONDS, --cron EXPR [--tz ZONE], --expr SQL or --once"
+            )
+        return None
+    return kinds[0][2:]
+
+
+def _when(value: str | None, label: str) -> datetime | None:
+    return None if value is None else parse_when(value, label)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from jobtui.core.schedules import make_schedule
+    from jobtui.core.store import DEFAULT_MAX_FAILURES
+
+    what = _what_from_args(args, required=True)
+    assert what is not None
+    kind = _schedule_kind(args, required=True)
+    assert kind is not None
+    schedule = make_schedule(
+        kind,
+        every=args.every,
+        cron=args.cron,
+        tz=args.tz,
+        expr=args.expr,
+        start=_when(args.start, "--start"),
+        finish=_when(args.finish, "--finish"),
+    )
+    store = _open(args)
+    try:
+        job = store.submit(
+            args.name,
+            what,
+            schedule,
+            description=args.description or "",
+            max_failures=(
+                args.max_failures if args.max_failures is not None else DEFAULT_MAX_FAILURES
+            ),
+            disabled=args.disabled,
+        )
+    finally:
+        store.close()
+    return _report_job(args, job, "submitted")
+
+
+def cmd_change(args: argparse.Namespace) -> int:
+    if args.start is not None and args.no_start:
+        raise InvalidInput("give --start WHEN or --no-start, not both")
+    if args.finish is not None and args.no_finish:
+        raise InvalidInput("give --finish WHEN or --no-finish, not both")
+    if args.disabled and args.enable:
+        raise InvalidInput("give --disabled or --enable, not both")
+    kind = _schedule_kind(args, required=False)
+    start = None if args.no_start else _when(args.start, "--start")
+    finish = None if args.no_finish else _when(args.finish, "--finish")
+    options = ["call", "sql", "action", "args", "every", "cron", "tz", "expr", "once"]
+    options += ["start", "finish", "no_start", "no_finish", "description", "max_failures"]
+    options += ["disabled", "enable"]
+    if not _given(args, *options):
+        raise InvalidInput(
+            f"nothing to change for job {args.name!r}: give at least one option of "
+            "`jobtui submit` (see `jobtui change --help`)"
+        )
+    what = _what_from_args(args, required=False)
+    store = _open(args)
+    try:
+        if what is None and args.args is not None:
+            # --arg alone: new arguments for the procedure or action the job already runs
+            current = store.get(args.name).what
+            if current.kind == "sql":
+                raise InvalidInput("--arg is only accepted with --call or --action, not with --sql")
+            what = What(current.kind, current.target, tuple(args.args))
+        job = store.change(
+            args.name,
+            what=what,
+            kind="once" if kind == "once" else None,
+            every=args.every,
+            cron=args.cron,
+            tz=args.tz if args.tz is not None else UNSET,
+            expr=args.expr,
+            start=start if (args.start is not None or args.no_start) else UNSET,
+            finish=finish if (args.finish is not None or args.no_finish) else UNSET,
+            description=args.description,
+            max_failures=args.max_failures,
+            disabled=True if args.disabled else (False if args.enable else None),
+        )
+    finally:
+        store.close()
+    return _report_job(args, job, "changed")
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    store = _open(args)
+    try:
+        job = store.remove(args.name)
+    finally:
+        store.close()
+    _print(f"removed job {job.name} (its run log is kept)")
+    return EXIT_OK
+
+
+def _report_job(args: argparse.Namespace, job: Job, done: str) -> int:
+    if getattr(args, "json", False):
+        _print_json(job.to_dict())
+    else:
+        _print(f"{done} job {job.name} (status {job.status.value}, next run {_time(job.next_run)})")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------- steering
+
+
+def cmd_steer(args: argparse.Namespace) -> int:
+    method, done = STEERING[args.command]
+    store = _open(args)
+    try:
+        job = getattr(store, method)(args.name)
+    finally:
+        store.close()
+    if args.json:
+        _print_json(job.to_dict())
+        return EXIT_OK
+    line = f"{done} job {job.name}"
+    if args.command == "run-now":
+        line += " now"
+    line += f" (status {job.status.value})"
+    if args.command == "abort" and job.abort_requested:
+        line += "; the run in flight is being stopped"
+    _print(line)
+    return EXIT_OK
+
+
+def cmd_broken(args: argparse.Namespace) -> int:
+    next_run = _when(args.next, "--next")
+    if next_run is not None and args.on:
+        raise InvalidInput("--next is only accepted with --off")
+    store = _open(args)
+    try:
+        job = store.broken(args.name, bool(args.on), next_run=next_run)
+    finally:
+        store.close()
+    if args.json:
+        _print_json(job.to_dict())
+    elif args.on:
+        _print(f"marked job {job.name} broken (status {job.status.value})")
+    else:
+        _print(
+            f"cleared broken on job {job.name} (status {job.status.value}, "
+            f"next run {_time(job.next_run)})"
+        )
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------- reading
+
+
+def _time(value: datetime | None) -> str:
+    """A time for people: UTC, to the second."""
+    if value is None:
+        return "-"
+    return aware(value).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 10:
+        return f"{seconds:.3f}s"
+    if seconds < 3600:
+        return f"{seconds:.1f}s"
+    return f"{seconds / 3600:.1f}h"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Left-aligned columns separated by two spaces; the last column is not padded."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+    lines = []
+    for row in (headers, *rows):
+        cells = [c.ljust(widths[i]) for i, c in enumerate(row)]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    store = _open(args)
+    try:
+        jobs = store.list_jobs(all_owners=args.all)
+    finally:
+        store.close()
+    if args.json:
+        _print_json([j.to_dict() for j in jobs])
+        return EXIT_OK
+    if not jobs:
+        _print("no jobs (define one with `jobtui submit NAME ...`)")
+        return EXIT_OK
+    headers = ["NAME", "STATUS", "SCHEDULE", "NEXT RUN (UTC)", "LAST RUN (UTC)", "OUTCOME"]
+    headers += ["FAILURES", "CYCLES"]
+    if args.all:
+        headers.insert(0, "OWNER")
+    rows = []
+    for j in jobs:
+        row = [
+            j.name,
+            j.status.value,
+            j.schedule.describe(),
+            _time(j.next_run),
+            _time(j.last_cycle_start or j.last_run),
+            j.last_outcome.value if j.last_outcome else "-",
+            f"{j.failures}/{j.max_failures}",
+            str(j.cycles),
+        ]
+        if args.all:
+            row.insert(0, j.owner)
+        rows.append(row)
+    _print(table(headers, rows))
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    store = _open(args)
+    try:
+        job = store.get(args.name)
+        upcoming = store.preview(job, UPCOMING)
+    finally:
+        store.close()
+    if args.json:
+        data = job.to_dict()
+        data["upcoming"] = [iso(t) for t in upcoming]
+        _print_json(data)
+        return EXIT_OK
+    data = job.to_dict()
+    sched = data.pop("schedule")
+    what = data.pop("what")
+    fields: list[tuple[str, Any]] = [
+        ("name", job.name),
+        ("owner", job.owner),
+        ("id", job.id),
+        ("description", job.description or "-"),
+        ("what", job.what.describe()),
+        ("schedule", sched["text"]),
+    ]
+    fields += [(f"schedule.{k}", v) for k, v in sched.items() if k != "text"]
+    fields += [(f"what.{k}", v) for k, v in what.items()]
+    shown = {"name", "owner", "id", "description"}
+    fields += [(k, v) for k, v in data.items() if k not in shown]
+    width = max(len(k) for k, _ in fields)
+    for key, value in fields:
+        _print(f"{key.ljust(width)}  {_plain(value)}")
+    _print("upcoming (UTC):" if upcoming else "upcoming: none (no further run is scheduled)")
+    for t in upcoming:
+        _print(f"  {_time(t)}")
+    return EXIT_OK
+
+
+def _plain(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return json.dumps(value, ensure_ascii=False)
+    return " ".join(str(value).split()) if isinstance(value, str) else str(value)
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    store = _open(args)
+    try:
+        runs = store.runs(args.name, limit=args.limit, outcome=args.outcome, all_owners=args.all)
+    finally:
+        store.close()
+    if args.json:
+        _print_json([r.to_dict() for r in runs])
+        return EXIT_OK
+    if not runs:
+        _print("no runs")
+        return EXIT_OK
+    headers = ["SCHEDULED (UTC)", "JOB", "OUTCOME", "STARTED (UTC)", "DURATION", "RUNNER", "ERROR"]
+    if args.all:
+        headers.insert(1, "OWNER")
+    rows = [_log_row(r, args.all) for r in runs]
+    _print(table(headers, rows))
+    return EXIT_OK
+
+
+def _log_row(run: Run, with_owner: bool) -> list[str]:
+    outcome = run.outcome.value
+    if run.skipped:
+        outcome += f" (+{run.skipped} skipped)"
+    if run.manual:
+        outcome += " (run-now)"
+    error = " ".join((run.error or "").split())
+    row = [
+        _time(run.scheduled_for),
+        run.job,
+        outcome,
+        _time(run.started),
+        _duration(run.duration),
+        run.runner or "-",
+        (error[:77] + "...") if len(error) > 80 else (error or "-"),
+    ]
+    if with_owner:
+        row.insert(1, run.owner)
+    return row
+
+
+def runner_dict(info: RunnerInfo, now: datetime) -> dict[str, Any]:
+    """The ``runners --json`` shape."""
+    age = (now - info.heartbeat).total_seconds()
+    return {
+        "id": info.id,
+        "name": info.name,
+        "host": info.host,
+        "pid": info.pid,
+        "threads": info.threads,
+        "connection_id": info.connection_id,
+        "started": iso(info.started),
+        "heartbeat": iso(info.heartbeat),
+        "heartbeat_age": round(age, 3),
+        "alive": info.alive(now, HEARTBEAT_TIMEOUT),
+        "stopping": info.stopping,
+    }
+
+
+def cmd_runners(args: argparse.Namespace) -> int:
+    store = _open(args)
+    try:
+        infos = store.runners()
+        now = store.now()
+    finally:
+        store.close()
+    rows = [runner_dict(i, now) for i in infos]
+    if args.json:
+        _print_json(rows)
+        return EXIT_OK
+    if not rows:
+        _print("no runners (start one with `jobtui worker` or the console's --runners N)")
+        return EXIT_OK
+    headers = ["NAME", "HOST", "PID", "THREADS", "STARTED (UTC)", "HEARTBEAT AGE", "STATE", "ID"]
+    table_rows = [
+        [
+            r["name"],
+            r["host"],
+            str(r["pid"]),
+            str(r["threads"]),
+            _time(info.started),
+            f"{r['heartbeat_age']:.1f}s",
+            "stopping" if r["stopping"] else ("alive" if r["alive"] else "dead"),
+            r["id"],
+        ]
+        for r, info in zip(rows, infos, strict=True)
+    ]
+    _print(table(headers, table_rows))
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------- export / import
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    store = _open(args)
+    try:
+        jobs = store.export(all_owners=args.all)
+    finally:
+        store.close()
+    if args.format == "yaml":
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(jobs, sort_keys=False, allow_unicode=True))
+    else:
+        _print_json(jobs)
+    return EXIT_OK
+
+
+def read_definitions(path: str) -> Any:
+    """The content of an export file (JSON or YAML; ``-`` is stdin)."""
+    label = "stdin" if path == "-" else repr(path)
+    try:
+        if path == "-":
+            content = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as fh:
+                content = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InvalidInput(f"cannot read import file {label}: {reason}") from None
+    try:
+        return json.loads(content)
+    except ValueError:
+        pass
+    import yaml
+
+    try:
+        return yaml.safe_load(content)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise InvalidInput(
+            f"invalid import file {label}{where}: expected JSON or YAML as `jobtui export` "
+            "writes it"
+        ) from None
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    data = read_definitions(args.file)
+    store = _open(args)
+    try:
+        created, changed = store.import_jobs(data)
+    finally:
+        store.close()
+    _print(f"imported {created + changed} job(s): {created} created, {changed} changed")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------- runners and console
+
+
+class NotInstalled(JobtuiError):
+    """A part of jobtui (runner, console) cannot be imported."""
+
+    exit_code = EXIT_DB
+
+
+def _missing(part: str, module: str, exc: ImportError) -> NotInstalled:
+    return NotInstalled(
+        f"the {part} is not available in this installation ({module} failed to import: {exc})"
+    )
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    try:
+        from jobtui.core.runner import worker_main
+    except ImportError as exc:
+        raise _missing("runner", "jobtui.core.runner", exc) from None
+    store = _open(args)
+    try:
+        return int(
+            worker_main(
+                store, threads=args.threads, poll=args.poll, name=args.name, grace=args.grace
+            )
+        )
+    finally:
+        store.close()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        from jobtui.core.runner import run_foreground
+    except ImportError as exc:
+        raise _missing("runner", "jobtui.core.runner", exc) from None
+    store = _open(args)
+    try:
+        return int(run_foreground(store, args.name))
+    finally:
+        store.close()
+
+
+def _run_console(store: JobStore, **options: Any) -> int:
+    try:
+        from jobtui.console.app import make_app
+    except ImportError as exc:
+        raise _missing("console", "jobtui.console.app", exc) from None
+    app = make_app(store, **options)
+    app.run()
+    code = getattr(app, "return_code", None)
+    return int(code) if isinstance(code, int) else EXIT_OK
+
+
+def cmd_console(args: argparse.Namespace) -> int:
+    if args.read_only and args.runners:
+        raise InvalidInput("--read-only watches only: it cannot host runners (--runners 0)")
+    store = _open(args, read_only=args.read_only)
+    try:
+        return _run_console(
+            store,
+            runners=args.runners,
+            read_only=args.read_only,
+            refresh=args.refresh,
+            all_owners=args.all,
+        )
+    finally:
+        store.close()
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    if getattr(args, "db", None):
+        raise InvalidInput("demo makes its own SQLite database: use --path FILE, not --db")
+    try:
+        from jobtui.console.demo import create_demo
+    except ImportError as exc:
+        raise _missing("console", "jobtui.console.demo", exc) from None
+    try:
+        url = create_demo(args.path)
+    except OSError as exc:
+        raise DatabaseUnavailable(
+            f"cannot create the demo database {args.path or ''}: {exc.strerror or exc}"
+        ) from None
+    store = open_store(url)
+    try:
+        return _run_console(store, runners=args.runners)
+    finally:
+        store.close()
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "init": cmd_init,
+    "submit": cmd_submit,
+    "change": cmd_change,
+    "remove": cmd_remove,
+    "list": cmd_list,
+    "show": cmd_show,
+    "log": cmd_log,
+    **dict.fromkeys(STEERING, cmd_steer),
+    "broken": cmd_broken,
+    "export": cmd_export,
+    "import": cmd_import,
+    "runners": cmd_runners,
+    "worker": cmd_worker,
+    "run": cmd_run,
+    "console": cmd_console,
+    "demo": cmd_demo,
+}
