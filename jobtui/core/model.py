@@ -118,7 +118,8 @@ class What:
         if self.kind == "call":
             split_procedure(self.target)
         elif self.kind == "sql":
-            check_sql(self.target)
+            # stored as checked: trimmed, without the tolerated trailing semicolon
+            object.__setattr__(self, "target", check_sql(self.target))
         else:
             if not isinstance(self.target, str) or not ACTION_NAME_RE.fullmatch(self.target):
                 raise InvalidInput(
