@@ -1156,6 +1156,17 @@ def bad_input_cases(store: JobStore) -> list[tuple[str, Callable[[], Any], str]]
         ),
         ("expr comment", lambda: make_schedule("expr", expr="NOW() -- x"), "not allowed"),
         ("expr sleep", lambda: make_schedule("expr", expr="NOW() + SLEEP(5)"), "not allowed"),
+        (
+            "expr lock function",
+            lambda: make_schedule("expr", expr="NOW() + INTERVAL RELEASE_ALL_LOCKS() DAY"),
+            "not allowed",
+        ),
+        (
+            "expr get_lock",
+            lambda: make_schedule("expr", expr="NOW() + INTERVAL GET_LOCK('x', 9) DAY"),
+            "not allowed",
+        ),
+        ("expr assignment", lambda: make_schedule("expr", expr="@x := NOW()"), "not allowed"),
         ("expr empty", lambda: make_schedule("expr", expr=" "), "empty --expr"),
         (
             "expr not a date",

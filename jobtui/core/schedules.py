@@ -22,8 +22,12 @@ MIN_EVERY = 0.1
 MAX_EVERY = 366 * 24 * 3600.0 * 100  # a century: anything longer is a typo
 MAX_EXPR_LENGTH = 1_000
 _FORBIDDEN_EXPR = re.compile(
-    r";|--|#|/\*|\*/|\b(select|insert|update|delete|replace|into|outfile|dumpfile|call|"
-    r"create|drop|alter|grant|revoke|set|load_file|sleep|benchmark|handler|lock|unlock)\b",
+    r";|--|#|/\*|\*/|:=|\b(select|insert|update|delete|replace|into|outfile|dumpfile|call|"
+    r"create|drop|alter|grant|revoke|set|load_file|sleep|benchmark|handler|lock|unlock|"
+    # functions with side effects: a runner evaluates the expression on the connection that
+    # holds the job's GET_LOCK, so lock functions would break mutual exclusion
+    r"get_lock|release_lock|release_all_locks|master_pos_wait|master_gtid_wait|"
+    r"source_pos_wait|load_extension|nextval|setval|sys_exec|sys_eval)\b",
     re.IGNORECASE,
 )
 
