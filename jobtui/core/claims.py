@@ -1,0 +1,88 @@
+"""The claim protocol's small pieces: lock names, named locks, leases, disconnect errors.
+
+MySQL/MariaDB: a job is executed only by the connection that holds
+``GET_LOCK('jobtui:<schema>:<job id>', 0)``. The server releases the lock
+when that connection goes away, and keeps it while an orphaned statement of
+a vanished client still runs. SQLite: the job row's lease (``locked_by``,
+``locked_until``) written inside ``BEGIN IMMEDIATE``. docs/runners.md tells
+the whole protocol.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
+
+LOCK_PREFIX = "jobtui"
+MAX_LOCK_NAME = 64
+
+# MySQL client/server error codes meaning the connection is gone.
+DISCONNECT_CODES = {2006, 2013, 2014, 2045, 2055, 1927, 1053, 1152, 1158, 1159, 1160, 1161}
+QUERY_INTERRUPTED = 1317  # KILL QUERY
+CONNECTION_KILLED = 1927  # MariaDB: "Connection was killed"
+
+
+def lock_name(schema_name: str, job_id: int) -> str:
+    """``jobtui:<schema>:<job id>``, at most 64 characters (long schema names are hashed)."""
+    name = f"{LOCK_PREFIX}:{schema_name}:{job_id}"
+    if len(name) <= MAX_LOCK_NAME:
+        return name
+    digest = hashlib.sha1(schema_name.encode()).hexdigest()[:16]
+    return f"{LOCK_PREFIX}:{digest}:{job_id}"
+
+
+def current_schema(conn: Connection) -> str:
+    return str(conn.execute(text("SELECT DATABASE()")).scalar() or "")
+
+
+def connection_id(conn: Connection) -> int:
+    return int(conn.execute(text("SELECT CONNECTION_ID()")).scalar_one())
+
+
+def get_lock(conn: Connection, name: str) -> bool:
+    """Try once (no wait) to take the named lock on this connection."""
+    got = conn.execute(text("SELECT GET_LOCK(:n, 0)"), {"n": name}).scalar()
+    return got == 1
+
+
+def release_lock(conn: Connection, name: str) -> None:
+    conn.execute(text("DO RELEASE_LOCK(:n)"), {"n": name})
+
+
+def lock_holder(conn: Connection, name: str) -> int | None:
+    """The connection id holding the named lock, or None when it is free."""
+    value = conn.execute(text("SELECT IS_USED_LOCK(:n)"), {"n": name}).scalar()
+    return None if value is None else int(value)
+
+
+def error_code(exc: BaseException) -> int | None:
+    orig: Any = getattr(exc, "orig", None) or exc
+    args = getattr(orig, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
+def is_disconnect(exc: BaseException) -> bool:
+    """Whether ``exc`` means the connection is unusable (discard it, reconnect)."""
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    code = error_code(exc)
+    if code in DISCONNECT_CODES:
+        return True
+    orig = getattr(exc, "orig", None) or exc
+    if isinstance(orig, sqlite3.ProgrammingError) and "closed" in str(orig):
+        return True
+    name = type(orig).__name__
+    return name in ("InterfaceError",) and "pymysql" in type(orig).__module__
+
+
+def is_interrupt(exc: BaseException) -> bool:
+    """KILL QUERY on MySQL/MariaDB, ``interrupt()`` on SQLite."""
+    if error_code(exc) == QUERY_INTERRUPTED:
+        return True
+    orig = getattr(exc, "orig", None) or exc
+    return isinstance(orig, sqlite3.OperationalError) and "interrupted" in str(orig)

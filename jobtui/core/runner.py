@@ -1,0 +1,1315 @@
+"""Runner pools: execute due jobs on time, exactly once, and obey the operator.
+
+A ``RunnerPool`` is DBMS_JOB's job queue processes in one process:
+
+- a scheduler thread finds due jobs with one query, sleeps until the earliest
+  next run (bounded by ``poll``) and hands job ids to idle worker threads;
+- each worker thread owns one connection on which it claims the job
+  (``GET_LOCK`` + row update on MySQL/MariaDB, a lease inside ``BEGIN
+  IMMEDIATE`` on SQLite), executes it, and records the outcome;
+- a monitor thread heartbeats, renews leases, watches ``abort_requested``
+  (interrupting the statement in flight) and reaps dead runners.
+
+``worker_main`` runs a pool headless (``jobtui worker``); ``run_foreground``
+runs one job's schedule in the foreground (``jobtui run NAME``, the seed's
+job$run). docs/runners.md describes the protocol.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import os
+import queue
+import secrets
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, delete, insert, or_, select, text, update
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from jobtui.core import claims, executor, schema
+from jobtui.core.db import make_engine, mask_text
+from jobtui.core.errors import JobLocked
+from jobtui.core.model import Job, Outcome, Schedule, Status
+from jobtui.core.schedules import next_slot
+from jobtui.core.store import JobStore, job_from_row
+from jobtui.core.timeutil import Clock, aware, from_db, iso, to_db
+from jobtui.core.transitions import derive_status, is_due_for_schedule, retry_time
+
+log = logging.getLogger("jobtui.runner")
+
+DEFAULT_THREADS = 4
+DEFAULT_POLL = 1.0
+DEFAULT_HEARTBEAT_TIMEOUT = 15.0
+ABORT_CHECK_INTERVAL = 0.3
+MAX_ERROR_LENGTH = 8000
+MAX_COALESCE_STEPS = 100_000
+RECONNECT_CAP = 5.0
+
+OnRun = Callable[["RunResult"], None]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one finished run reports (``worker_main`` logs one line of it)."""
+
+    job: str
+    job_id: int
+    slot: datetime
+    outcome: Outcome
+    started: datetime
+    finished: datetime
+    error: str | None
+    manual: bool
+    skipped: int
+
+    @property
+    def duration(self) -> float:
+        return (self.finished - self.started).total_seconds()
+
+    def line(self) -> str:
+        text_ = (
+            f"{iso(self.finished)} job={self.job} slot={iso(self.slot)} "
+            f"outcome={self.outcome.value} duration={self.duration:.3f}s"
+        )
+        if self.manual:
+            text_ += " manual"
+        if self.skipped:
+            text_ += f" skipped={self.skipped}"
+        if self.error:
+            text_ += f" error={self.error.splitlines()[0][:300]!r}"
+        return text_
+
+
+@dataclass(eq=False)
+class _Session:
+    """One worker thread's connection (it claims, executes and records on it)."""
+
+    engine: Engine
+    mysql: bool
+    conn: Connection | None = None
+    cid: int | None = None
+
+    def get(self) -> Connection:
+        if self.conn is not None and (self.conn.closed or self.conn.invalidated):
+            self.discard()
+        if self.conn is None:
+            conn = self.engine.connect()
+            try:
+                if self.mysql:
+                    self.cid = claims.connection_id(conn)
+                    conn.commit()
+            except Exception:
+                conn.close()
+                raise
+            self.conn = conn
+        return self.conn
+
+    def discard(self) -> None:
+        conn, self.conn, self.cid = self.conn, None, None
+        if conn is None:
+            return
+        try:
+            conn.invalidate()
+        except Exception as exc:  # already broken: nothing more to release
+            log.debug("invalidate failed: %s", exc)
+        try:
+            conn.close()
+        except Exception as exc:
+            log.debug("close failed: %s", exc)
+
+
+@dataclass(eq=False)
+class _Run:
+    """A run this pool has claimed and not yet recorded."""
+
+    job: Job
+    run_id: int
+    slot: datetime
+    manual: bool
+    skipped: int
+    started: datetime
+    session: _Session
+    lock_name: str | None
+    abort_event: threading.Event = field(default_factory=threading.Event)
+    abort_reason: str | None = None  # operator | removed | shutdown
+    guard: threading.Lock = field(default_factory=threading.Lock)
+    executing: bool = False
+
+
+class RunnerPool:
+    """N worker threads executing due jobs from one database (job queue processes)."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        *,
+        threads: int = DEFAULT_THREADS,
+        poll: float = DEFAULT_POLL,
+        name: str | None = None,
+        heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
+        clock: Clock | None = None,
+        on_run: OnRun | None = None,
+        job_id: int | None = None,
+        hold: bool = False,
+    ) -> None:
+        if threads < 1:
+            raise ValueError("threads must be at least 1")
+        if poll <= 0:
+            raise ValueError("poll must be a positive number of seconds")
+        self.store = store
+        self.threads = int(threads)
+        self.poll = float(poll)
+        self.name = (name or "runner")[:64]
+        self.heartbeat_timeout = float(heartbeat_timeout)
+        self.heartbeat_interval = max(0.2, min(2.0, self.heartbeat_timeout / 4))
+        self.clock: Clock = clock or store.clock
+        self.on_run = on_run
+        self.only_job = job_id
+        self.hold = hold
+        self.host = socket.gethostname()[:255]
+        self.runner_id = f"{self.host}:{os.getpid()}:{self.name}:{secrets.token_hex(3)}"[:190]
+        self.mysql = not store.is_sqlite
+        self.running = False
+        self.hold_error: JobLocked | None = None
+        self.hold_ready = threading.Event()
+        self._engine: Engine | None = None
+        self._schema = ""
+        self._lock = threading.Lock()
+        self._active: dict[int, _Run | None] = {}  # job id -> run (None while claiming)
+        self._cooldown: dict[int, float] = {}
+        self._queue: queue.Queue[tuple[str, int] | None] = queue.Queue()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._stopped = threading.Event()
+        self._give_up = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.runs_done = 0
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def engine(self) -> Engine:
+        assert self._engine is not None, "start() the pool first"
+        return self._engine
+
+    def now(self) -> datetime:
+        return aware(self.clock())
+
+    def in_flight(self) -> list[str]:
+        """Names of the jobs this pool is executing now."""
+        with self._lock:
+            return sorted(r.job.name for r in self._active.values() if r is not None)
+
+    def busy(self) -> bool:
+        """Whether a job is being claimed or executed here now."""
+        return self._has_runs()
+
+    def start(self) -> None:
+        """Register in the runner table and start the threads."""
+        if self.running:
+            return
+        url = self.store.url
+        if self.store.is_sqlite and (":memory:" in url or url.rstrip("/") == "sqlite:"):
+            self._engine = self.store.engine
+        else:
+            self._engine = make_engine(url, pool_size=self.threads + 3)
+        if self.mysql:
+            with self.engine.connect() as conn:
+                self._schema = claims.current_schema(conn)
+        self._register()
+        self.running = True
+        for i in range(self.threads):
+            self._spawn(self._worker_loop, f"jobtui-worker-{i}")
+        if self.hold and self.only_job is not None:
+            self._queue.put(("hold", self.only_job))
+        else:
+            self.hold_ready.set()
+        self._spawn(self._monitor_loop, "jobtui-monitor")
+        self._spawn(self._scheduler_loop, "jobtui-scheduler")
+
+    def stop(self, grace: float = 10.0, abort: bool = True) -> None:
+        """Stop claiming, let runs finish for ``grace`` seconds, then abort them; deregister.
+
+        With ``abort=False`` the runs in flight are waited for however long they take.
+        """
+        if not self.running:
+            return
+        self._stopping.set()
+        self._wake.set()
+        deadline = time.monotonic() + max(0.0, grace)
+        while self._has_runs() and (not abort or time.monotonic() < deadline):
+            time.sleep(0.05)
+        if self._has_runs():
+            for run in self._runs():
+                run.abort_reason = run.abort_reason or "shutdown"
+                self._abort(run)
+        # Recording may wait for a lost database; do not wait for ever.
+        deadline = time.monotonic() + max(10.0, self.heartbeat_timeout)
+        while self._has_runs() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self._give_up.set()
+        for _ in range(self.threads):
+            self._queue.put(None)
+        self._stopped.set()
+        for t in self._threads:
+            t.join(timeout=5.0)
+        try:
+            self._deregister()
+        except Exception as exc:
+            log.warning("could not deregister runner %s: %s", self.runner_id, _describe(exc))
+        if self._engine is not None and self._engine is not self.store.engine:
+            self._engine.dispose()
+        self.running = False
+
+    # ------------------------------------------------------------------ threads
+
+    def _spawn(self, target: Callable[[], None] | Callable[[int], None], name: str) -> None:
+        t = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(t)
+        t.start()
+
+    def _has_runs(self) -> bool:
+        with self._lock:
+            return bool(self._active)
+
+    def _runs(self) -> list[_Run]:
+        with self._lock:
+            return [r for r in self._active.values() if r is not None]
+
+    def _scheduler_loop(self) -> None:
+        backoff = 0.2
+        while not self._stopping.is_set():
+            self._wake.clear()
+            try:
+                wait = self._schedule_once()
+                backoff = 0.2
+            except Exception as exc:
+                log.warning("scheduler: %s (retrying in %.1f s)", _describe(exc), backoff)
+                wait = backoff
+                backoff = min(backoff * 2, RECONNECT_CAP)
+            self._wake.wait(wait)
+
+    def _schedule_once(self) -> float:
+        """Dispatch due jobs to idle threads; return how long to sleep."""
+        now = self.now()
+        horizon = now + timedelta(seconds=self.poll)
+        with self._lock:
+            busy = set(self._active)
+        free = self.threads - len(busy)
+        j = schema.job
+        eligible = and_(
+            j.c.intent == "ENABLED",
+            j.c.broken.is_(False),
+            j.c.phase.notin_(["ABORTED", "FINISHED"]),
+            j.c.next_run.is_not(None),
+            j.c.next_run <= to_db(horizon),
+        )
+        query = (
+            select(j.c.id, j.c.next_run, j.c.run_now, j.c.locked_by, j.c.locked_until)
+            .where(j.c.running.is_(False), or_(j.c.run_now.is_(True), eligible))
+            .order_by(j.c.run_now.desc(), j.c.next_run)
+            .limit(self.threads * 2 + len(busy) + 1)
+        )
+        if self.only_job is not None:
+            query = query.where(j.c.id == self.only_job)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+            conn.rollback()
+        mono = time.monotonic()
+        earliest: datetime | None = None
+        waiting_for_thread = False
+        for row in rows:
+            jid = int(row.id)
+            if jid in busy or self._cooldown.get(jid, 0.0) > mono:
+                continue
+            if (
+                row.locked_by
+                and row.locked_by != self.runner_id
+                and row.locked_until is not None
+                and (from_db(row.locked_until) or now) > now
+            ):
+                continue  # SQLite lease held by another runner
+            nxt = from_db(row.next_run)
+            if row.run_now or (nxt is not None and nxt <= now):
+                if free <= 0:
+                    waiting_for_thread = True
+                    continue
+                free -= 1
+                with self._lock:
+                    self._active[jid] = None
+                self._queue.put(("run", jid))
+            elif nxt is not None and (earliest is None or nxt < earliest):
+                earliest = nxt
+        if len(self._cooldown) > 1000:
+            self._cooldown = {k: v for k, v in self._cooldown.items() if v > mono}
+        if waiting_for_thread:
+            return self.poll  # a finishing worker wakes the loop
+        if earliest is None:
+            return self.poll
+        return max(0.005, min(self.poll, (earliest - self.now()).total_seconds()))
+
+    def _worker_loop(self) -> None:
+        session = _Session(self.engine, self.mysql)
+        try:
+            while True:
+                item = self._queue.get()
+                if item is None:
+                    break
+                kind, jid = item
+                try:
+                    if kind == "hold":
+                        self._take_hold(session, jid)
+                    elif not self._stopping.is_set():
+                        self._process(session, jid)
+                except Exception as exc:
+                    log.warning("runner thread: %s", _describe(exc))
+                    if claims.is_disconnect(exc):
+                        session.discard()
+                finally:
+                    if kind == "run":
+                        with self._lock:
+                            self._active.pop(jid, None)
+                        self._wake.set()
+        finally:
+            session.discard()
+
+    def _monitor_loop(self) -> None:
+        next_beat = 0.0
+        next_reap = time.monotonic() + self.heartbeat_interval
+        while not self._stopped.wait(ABORT_CHECK_INTERVAL):
+            mono = time.monotonic()
+            try:
+                if self._has_runs():
+                    self._check_aborts()
+                if mono >= next_beat:
+                    next_beat = mono + self.heartbeat_interval
+                    self._heartbeat()
+                if mono >= next_reap and not self._stopping.is_set():
+                    next_reap = mono + self.heartbeat_interval
+                    self._reap()
+            except Exception as exc:
+                log.warning("monitor: %s", _describe(exc))
+
+    # ------------------------------------------------------------------ transactions
+
+    @contextmanager
+    def _txn(self, conn: Connection, *, write: bool = True) -> Iterator[Connection]:
+        """A transaction on ``conn``: BEGIN IMMEDIATE on SQLite when writing."""
+        if conn.in_transaction():
+            conn.rollback()
+        if write and not self.mysql:
+            conn.execution_options(immediate=True)
+            try:
+                trans = conn.begin()
+            finally:
+                conn.execution_options(immediate=False)
+        else:
+            trans = conn.begin()
+        with trans:
+            yield conn
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn, self._txn(conn) as c:
+            yield c
+
+    def _lock_row(self, conn: Connection, job_id: int) -> Any:
+        j = schema.job
+        return conn.execute(select(j).where(j.c.id == job_id).with_for_update()).first()
+
+    # ------------------------------------------------------------------ claiming
+
+    def _lock_name(self, job_id: int) -> str:
+        return claims.lock_name(self._schema, job_id)
+
+    def _take_hold(self, session: _Session, job_id: int) -> None:
+        """Foreground mode: hold the job's lock (or lease) from now until stop."""
+        try:
+            conn = session.get()
+            if self.mysql:
+                name = self._lock_name(job_id)
+                if not claims.get_lock(conn, name):
+                    holder = claims.lock_holder(conn, name)
+                    self.hold_error = JobLocked(self._job_label(job_id), f"connection {holder}")
+                conn.commit()
+                return
+            now = self.now()
+            j = schema.job
+            with self._txn(conn) as c:
+                row = self._lock_row(c, job_id)
+                if row is None:
+                    return
+                leased = (
+                    row.locked_by
+                    and row.locked_by != self.runner_id
+                    and (from_db(row.locked_until) or now) > now
+                )
+                if row.running or leased:
+                    holder = row.locked_by or row.runner_id
+                    self.hold_error = JobLocked(row.name, f"runner {holder}")
+                    return
+                c.execute(
+                    update(j)
+                    .where(j.c.id == job_id)
+                    .values(locked_by=self.runner_id, locked_until=to_db(self._lease_end(now)))
+                )
+        finally:
+            self.hold_ready.set()
+
+    def _job_label(self, job_id: int) -> str:
+        job = self.store.get_by_id(job_id)
+        return job.name if job else str(job_id)
+
+    def _lease_end(self, now: datetime) -> datetime:
+        return now + timedelta(seconds=self.heartbeat_timeout)
+
+    def _process(self, session: _Session, job_id: int) -> None:
+        run = self._claim(session, job_id)
+        if run is None:
+            return
+        with self._lock:
+            self._active[job_id] = run
+        outcome, error = self._execute(run)
+        self._finish(run, outcome, error)
+
+    def _claim(self, session: _Session, job_id: int) -> _Run | None:
+        conn = session.get()
+        name: str | None = None
+        if self.mysql:
+            name = self._lock_name(job_id)
+            got = claims.get_lock(conn, name)
+            conn.commit()
+            if not got:
+                self._cooldown[job_id] = time.monotonic() + min(self.poll, 0.5)
+                return None
+        try:
+            run = self._claim_txn(session, conn, job_id, name)
+        except IntegrityError:
+            self._skip_taken_slot(conn, job_id)
+            run = None
+        except Exception:
+            if name is not None and not self.hold:
+                self._release(session, name)
+            raise
+        if run is None:
+            self._cooldown[job_id] = time.monotonic() + min(self.poll, 0.5)
+            if name is not None and not self.hold:
+                self._release(session, name)
+        return run
+
+    def _release(self, session: _Session, name: str) -> None:
+        conn = session.conn
+        if conn is None:
+            return
+        try:
+            if conn.in_transaction():
+                conn.rollback()
+            claims.release_lock(conn, name)
+            conn.commit()
+        except Exception as exc:
+            log.warning("could not release lock %s: %s", name, _describe(exc))
+            session.discard()  # closing the connection frees its locks
+
+    def _claim_txn(
+        self, session: _Session, conn: Connection, job_id: int, name: str | None
+    ) -> _Run | None:
+        now = self.now()
+        j, r = schema.job, schema.run
+        with self._txn(conn) as c:
+            row = self._lock_row(c, job_id)
+            if row is None or row.running:
+                return None
+            if (
+                not self.mysql
+                and row.locked_by
+                and row.locked_by != self.runner_id
+                and (from_db(row.locked_until) or now) > now
+            ):
+                return None
+            job = job_from_row(row)
+            due = is_due_for_schedule(
+                intent=row.intent,
+                broken=bool(row.broken),
+                running=False,
+                phase=row.phase,
+                next_run=job.next_run,
+                now=now,
+            )
+            if not due and not job.run_now:
+                return None
+            sched = job.schedule
+            anchor = _anchor(job)
+            skipped = 0
+            first = job.next_run
+            if due:
+                assert first is not None
+                slot, skipped = coalesce(sched, first, now, anchor)
+                if sched.kind in ("every", "cron"):
+                    nxt = next_slot(sched, max(now, slot), anchor)
+                elif sched.kind == "once":
+                    nxt = None
+                else:
+                    nxt = self._eval_expr(c, sched, now)
+            else:
+                slot, nxt = now, job.next_run  # run-now leaves the schedule alone
+            values: dict[str, Any] = {
+                "running": True,
+                "status": Status.RUNNING.value,
+                "this_run": to_db(now),
+                "next_run": to_db(nxt),
+                "runner_id": self.runner_id,
+                "runner_connection_id": session.cid,
+                "runner_start": to_db(now),
+                "runner_finish": None,
+                "last_cycle_start": to_db(now),
+                "run_now": False,
+                "abort_requested": False,
+                "updated": to_db(now),
+            }
+            if not self.mysql:
+                values["locked_by"] = self.runner_id
+                values["locked_until"] = to_db(self._lease_end(now))
+            res = c.execute(
+                update(j).where(j.c.id == job_id, j.c.running.is_(False)).values(**values)
+            )
+            if res.rowcount != 1:
+                return None
+            common = {"job_id": job_id, "job_name": job.name, "owner": job.owner}
+            if skipped:
+                assert first is not None
+                c.execute(
+                    insert(r).values(
+                        **common,
+                        scheduled_for=to_db(first),
+                        outcome=Outcome.SKIPPED.value,
+                        error=(
+                            f"{skipped} slot(s) from {iso(first)} missed (no runner up, or the "
+                            f"job still busy): coalesced into the run of {iso(slot)}"
+                        ),
+                        runner=self.runner_id,
+                        skipped=skipped,
+                        manual=False,
+                    )
+                )
+            ins = c.execute(
+                insert(r).values(
+                    **common,
+                    scheduled_for=to_db(slot),
+                    started=to_db(now),
+                    outcome=Outcome.RUNNING.value,
+                    runner=self.runner_id,
+                    skipped=0,
+                    manual=not due,
+                )
+            )
+            pk = ins.inserted_primary_key
+            assert pk is not None
+            run_id = int(pk[0])
+        job.running = True
+        return _Run(
+            job=job,
+            run_id=run_id,
+            slot=slot,
+            manual=not due,
+            skipped=skipped,
+            started=now,
+            session=session,
+            lock_name=name,
+        )
+
+    def _eval_expr(self, conn: Connection, sched: Schedule, now: datetime) -> datetime | None:
+        assert sched.expr is not None
+        try:
+            nxt = self.store.evaluate_expr(sched.expr, now, conn=conn)
+        except Exception as exc:
+            log.warning("expr %r failed at run start: %s", sched.expr, _describe(exc))
+            return None
+        if nxt is not None and sched.finish is not None and nxt > sched.finish:
+            return None
+        return nxt
+
+    def _skip_taken_slot(self, conn: Connection, job_id: int) -> None:
+        """The run log already has this slot (UNIQUE guard): move on to the next slot."""
+        now = self.now()
+        j = schema.job
+        with self._txn(conn) as c:
+            row = self._lock_row(c, job_id)
+            if row is None or row.running:
+                return
+            job = job_from_row(row)
+            if job.schedule.kind in ("every", "cron") and job.next_run is not None:
+                nxt = next_slot(job.schedule, max(now, job.next_run), _anchor(job))
+                phase = row.phase if nxt is not None else "FINISHED"
+            else:
+                nxt, phase = None, "FINISHED"
+            log.warning("job %s: slot %s already in the run log; skipping it", job.name, now)
+            c.execute(
+                update(j)
+                .where(j.c.id == job_id)
+                .values(
+                    next_run=to_db(nxt),
+                    run_now=False,
+                    phase=phase,
+                    status=derive_status(
+                        intent=row.intent, broken=bool(row.broken), running=False, phase=phase
+                    ).value,
+                    updated=to_db(now),
+                )
+            )
+
+    # ------------------------------------------------------------------ executing
+
+    def _execute(self, run: _Run) -> tuple[Outcome, str | None]:
+        session = run.session
+        try:
+            conn = session.get()
+            with run.guard:
+                if run.abort_event.is_set():
+                    raise executor.RunAborted("aborted before it started")
+                run.executing = True
+            try:
+                executor.execute(conn, run.job, run.abort_event)
+            finally:
+                with run.guard:
+                    run.executing = False
+            if run.abort_event.is_set():
+                raise executor.RunAborted("aborted")
+            executor.commit(conn)
+            return Outcome.OK, None
+        except Exception as exc:
+            if claims.is_disconnect(exc):
+                session.discard()
+            elif session.conn is not None:
+                try:
+                    executor.rollback(session.conn)
+                except Exception as exc2:
+                    log.warning("rollback failed: %s", _describe(exc2))
+                    session.discard()
+            if run.abort_event.is_set() or isinstance(exc, executor.RunAborted):
+                return Outcome.ABORTED, self._abort_text(run)
+            return Outcome.FAILED, _describe(exc)
+
+    def _abort_text(self, run: _Run) -> str:
+        if run.abort_reason == "shutdown":
+            return f"aborted: runner {self.runner_id} stopped and its grace period ran out"
+        if run.abort_reason == "removed":
+            return "aborted: the job was removed while it ran"
+        return "aborted by operator"
+
+    def _abort(self, run: _Run) -> None:
+        """Stop a run in flight: the action's event, and the statement on its connection."""
+        run.abort_event.set()
+        with run.guard:
+            if not run.executing:
+                return
+            conn = run.session.conn
+            try:
+                if self.mysql:
+                    cid = run.session.cid
+                    if cid is not None:
+                        with self.engine.connect() as other:
+                            other.execute(text(f"KILL QUERY {int(cid)}"))  # an int we read
+                elif conn is not None:
+                    executor.dbapi_connection(conn).interrupt()
+            except Exception as exc:
+                log.warning("could not interrupt job %s: %s", run.job.name, _describe(exc))
+
+    def _check_aborts(self) -> None:
+        runs = self._runs()
+        if not runs:
+            return
+        j = schema.job
+        ids = [run.job.id for run in runs]
+        with self.engine.connect() as conn:
+            rows = {
+                int(r.id): r
+                for r in conn.execute(
+                    select(j.c.id, j.c.abort_requested, j.c.runner_id).where(j.c.id.in_(ids))
+                )
+            }
+            conn.rollback()
+        for run in runs:
+            if run.abort_event.is_set():
+                continue
+            row = rows.get(run.job.id)
+            if row is None:
+                run.abort_reason = "removed"
+            elif row.abort_requested and row.runner_id == self.runner_id:
+                run.abort_reason = "operator"
+            else:
+                continue
+            log.info("aborting job %s (%s)", run.job.name, run.abort_reason)
+            self._abort(run)
+
+    # ------------------------------------------------------------------ recording
+
+    def _finish(self, run: _Run, outcome: Outcome, error: str | None) -> None:
+        finished = self.now()
+        if error is not None:
+            error = mask_text(error)[:MAX_ERROR_LENGTH]
+        delay = 0.2
+        for attempt in itertools.count():
+            try:
+                conn = run.session.get()
+                self._finish_txn(conn, run, outcome, error, finished)
+                break
+            except Exception as exc:
+                if claims.is_interrupt(exc) and attempt < 3:
+                    continue  # a KILL QUERY that arrived late; the connection is fine
+                log.warning(
+                    "could not record the run of %s (retrying in %.1f s): %s",
+                    run.job.name,
+                    delay,
+                    _describe(exc),
+                )
+                run.session.discard()
+                if self._give_up.is_set():
+                    log.error("giving up recording the run of %s", run.job.name)
+                    return
+                time.sleep(delay)
+                delay = min(delay * 2, RECONNECT_CAP)
+        if run.lock_name is not None and not self.hold:
+            self._release(run.session, run.lock_name)
+        self.runs_done += 1
+        if self.on_run is not None:
+            try:
+                self.on_run(
+                    RunResult(
+                        job=run.job.name,
+                        job_id=run.job.id,
+                        slot=run.slot,
+                        outcome=outcome,
+                        started=run.started,
+                        finished=finished,
+                        error=error,
+                        manual=run.manual,
+                        skipped=run.skipped,
+                    )
+                )
+            except Exception as exc:
+                log.warning("on_run callback failed: %s", exc)
+
+    def _finish_txn(
+        self,
+        conn: Connection,
+        run: _Run,
+        outcome: Outcome,
+        error: str | None,
+        finished: datetime,
+    ) -> None:
+        j, r = schema.job, schema.run
+        duration = max(0.0, (finished - run.started).total_seconds())
+        with self._txn(conn) as c:
+            c.execute(
+                update(r)
+                .where(r.c.id == run.run_id, r.c.outcome == Outcome.RUNNING.value)
+                .values(
+                    outcome=outcome.value,
+                    finished=to_db(finished),
+                    duration=duration,
+                    error=error,
+                )
+            )
+            row = self._lock_row(c, run.job.id)
+            if row is None or not row.running or row.runner_id != self.runner_id:
+                return  # removed, or reaped while we were away: the row is not ours now
+            job = job_from_row(row)
+            values = finish_values(
+                job,
+                row.phase,
+                outcome=outcome,
+                error=error,
+                started=run.started,
+                finished=finished,
+                manual=run.manual,
+                shutdown=run.abort_reason == "shutdown",
+            )
+            if not self.hold:
+                values.update(locked_by=None, locked_until=None)
+            c.execute(update(j).where(j.c.id == run.job.id).values(**values))
+
+    # ------------------------------------------------------------------ staying alive
+
+    def _register(self) -> None:
+        now = self.now()
+        with self._write() as c:
+            c.execute(
+                insert(schema.runner).values(
+                    id=self.runner_id,
+                    name=self.name,
+                    host=self.host,
+                    pid=os.getpid(),
+                    threads=self.threads,
+                    connection_id=None,
+                    started=to_db(now),
+                    heartbeat=to_db(now),
+                    stopping=False,
+                )
+            )
+
+    def _heartbeat(self) -> None:
+        now = self.now()
+        rn, j = schema.runner, schema.job
+        with self._write() as c:
+            res = c.execute(
+                update(rn)
+                .where(rn.c.id == self.runner_id)
+                .values(heartbeat=to_db(now), stopping=self._stopping.is_set())
+            )
+            if res.rowcount == 0:  # reaped while we could not reach the database
+                log.warning("runner %s was deregistered; registering again", self.runner_id)
+                c.execute(
+                    insert(rn).values(
+                        id=self.runner_id,
+                        name=self.name,
+                        host=self.host,
+                        pid=os.getpid(),
+                        threads=self.threads,
+                        started=to_db(now),
+                        heartbeat=to_db(now),
+                        stopping=self._stopping.is_set(),
+                    )
+                )
+            if not self.mysql:
+                c.execute(
+                    update(j)
+                    .where(j.c.locked_by == self.runner_id)
+                    .values(locked_until=to_db(self._lease_end(now)))
+                )
+
+    def _deregister(self) -> None:
+        rn, j = schema.runner, schema.job
+        with self._write() as c:
+            if not self.mysql:
+                c.execute(
+                    update(j)
+                    .where(j.c.locked_by == self.runner_id, j.c.running.is_(False))
+                    .values(locked_by=None, locked_until=None)
+                )
+            c.execute(delete(rn).where(rn.c.id == self.runner_id))
+
+    def _reap(self) -> None:
+        """Runs of dead runners become lost; their jobs become claimable again."""
+        now = self.now()
+        cutoff = now - timedelta(seconds=self.heartbeat_timeout)
+        rn, j, r = schema.runner, schema.job, schema.run
+        with self.engine.connect() as conn:
+            live = {row.id: from_db(row.heartbeat) for row in conn.execute(select(rn))}
+            holders = {
+                row[0]
+                for row in conn.execute(
+                    select(j.c.runner_id).where(j.c.running.is_(True)).distinct()
+                )
+            }
+            holders |= {
+                row[0]
+                for row in conn.execute(
+                    select(r.c.runner).where(r.c.outcome == Outcome.RUNNING.value).distinct()
+                )
+            }
+            conn.rollback()
+        dead = {rid for rid, hb in live.items() if hb is not None and hb < cutoff}
+        dead |= {h for h in holders if h and h not in live}
+        dead.discard(self.runner_id)
+        for rid in sorted(dead):
+            stale = rid in live
+            msg = (
+                f"runner {rid} stopped heartbeating (none for over {self.heartbeat_timeout:g} s)"
+                if stale
+                else f"runner {rid} is not registered any more"
+            )
+            self._reap_runner(rid, now, msg, delete_row=stale)
+        if self.runner_id in holders:
+            self._reap_self(now)
+
+    def _reap_runner(self, rid: str, now: datetime, msg: str, *, delete_row: bool) -> None:
+        self._mark_lost(rid, now, msg)
+        j = schema.job
+        with self.engine.connect() as conn:
+            ids = [
+                int(x[0])
+                for x in conn.execute(
+                    select(j.c.id).where(j.c.running.is_(True), j.c.runner_id == rid)
+                )
+            ]
+            conn.rollback()
+        remaining = sum(0 if self._release_job(jid, rid, now, msg) else 1 for jid in ids)
+        if remaining == 0 and delete_row:
+            rn = schema.runner
+            cutoff = now - timedelta(seconds=self.heartbeat_timeout)
+            with self._write() as c:
+                c.execute(delete(rn).where(rn.c.id == rid, rn.c.heartbeat < to_db(cutoff)))
+            log.warning("reaped runner %s", rid)
+
+    def _mark_lost(
+        self, rid: str, now: datetime, msg: str, *, skip: set[int] | None = None
+    ) -> None:
+        r = schema.run
+        with self._write() as c:
+            rows = c.execute(
+                select(r.c.id, r.c.job_id, r.c.started).where(
+                    r.c.runner == rid, r.c.outcome == Outcome.RUNNING.value
+                )
+            ).all()
+            for row in rows:
+                if skip is not None and int(row.job_id) in skip:
+                    continue
+                started = from_db(row.started)
+                c.execute(
+                    update(r)
+                    .where(r.c.id == row.id, r.c.outcome == Outcome.RUNNING.value)
+                    .values(
+                        outcome=Outcome.LOST.value,
+                        finished=to_db(now),
+                        duration=(now - started).total_seconds() if started else None,
+                        error=f"lost: {msg}; whether it completed is unknown",
+                    )
+                )
+
+    def _release_job(
+        self, job_id: int, holder: str, now: datetime, msg: str, *, unless_active: bool = False
+    ) -> bool:
+        """Give a dead holder's job back (MySQL: only once its lock is really free)."""
+        name = self._lock_name(job_id) if self.mysql else None
+        with self.engine.connect() as lock_conn:
+            if name is not None:
+                if not claims.get_lock(lock_conn, name):
+                    lock_conn.rollback()
+                    return False  # an orphaned statement still runs: keep the job taken
+                lock_conn.commit()
+            try:
+                with self._txn(lock_conn) as c:
+                    row = self._lock_row(c, job_id)
+                    if row is None or not row.running or row.runner_id != holder:
+                        return True
+                    if unless_active:
+                        with self._lock:
+                            if job_id in self._active:
+                                return True
+                    j = schema.job
+                    c.execute(
+                        update(j)
+                        .where(j.c.id == job_id)
+                        .values(
+                            running=False,
+                            this_run=None,
+                            runner_finish=to_db(now),
+                            last_outcome=Outcome.LOST.value,
+                            last_error=f"lost: {msg}",
+                            last_cycle_finish=to_db(now),
+                            locked_by=None,
+                            locked_until=None,
+                            abort_requested=False,
+                            status=derive_status(
+                                intent=row.intent,
+                                broken=bool(row.broken),
+                                running=False,
+                                phase=row.phase,
+                            ).value,
+                            updated=to_db(now),
+                        )
+                    )
+                log.warning("job %s released: %s", row.name, msg)
+                return True
+            finally:
+                if name is not None:
+                    claims.release_lock(lock_conn, name)
+                    lock_conn.commit()
+
+    def _reap_self(self, now: datetime) -> None:
+        """Claims of ours whose commit reply was lost with the connection (no thread has them)."""
+        j = schema.job
+        msg = f"runner {self.runner_id} lost its connection while claiming the job"
+        with self._lock:
+            active = set(self._active)
+        with self.engine.connect() as conn:
+            ids = [
+                int(x[0])
+                for x in conn.execute(
+                    select(j.c.id).where(j.c.running.is_(True), j.c.runner_id == self.runner_id)
+                )
+            ]
+            conn.rollback()
+        orphans = [jid for jid in ids if jid not in active]
+        for jid in orphans:
+            self._release_job(jid, self.runner_id, now, msg, unless_active=True)
+        with self._lock:
+            active = set(self._active)
+        self._mark_lost(self.runner_id, now, msg, skip=active)
+
+
+# ---------------------------------------------------------------------- bookkeeping
+
+
+def _anchor(job: Job) -> datetime:
+    return job.anchor or job.schedule.start or job.created
+
+
+def coalesce(
+    schedule: Schedule, first: datetime, now: datetime, anchor: datetime
+) -> tuple[datetime, int]:
+    """The slot to run now and how many earlier due slots it swallows.
+
+    ``first`` is the job's next_run (due). Every later slot that is also due
+    by ``now`` means ``first`` and those before the latest were missed: one
+    run covers the latest, and the others are logged as one skipped row.
+    """
+    if schedule.kind not in ("every", "cron"):
+        return first, 0
+    latest, skipped = first, 0
+    if schedule.kind == "every" and schedule.every:
+        # jump straight to the last grid slot at or before now
+        grid = aware(schedule.start or anchor)
+        if now >= grid and latest >= grid:
+            k_now = int((now - grid).total_seconds() // schedule.every)
+            k_first = int((latest - grid).total_seconds() // schedule.every)
+            if k_now - k_first > 2:
+                cand = next_slot(
+                    schedule, grid + timedelta(seconds=(k_now - 1) * schedule.every), anchor
+                )
+                if cand is not None and latest < cand <= now:
+                    skipped = k_now - k_first - 1
+                    latest = cand
+    for _ in range(MAX_COALESCE_STEPS):
+        nxt = next_slot(schedule, latest, anchor)
+        if nxt is None or nxt > now:
+            break
+        latest = nxt
+        skipped += 1
+    return latest, skipped
+
+
+def finish_values(
+    job: Job,
+    phase: str,
+    *,
+    outcome: Outcome,
+    error: str | None,
+    started: datetime,
+    finished: datetime,
+    manual: bool,
+    shutdown: bool = False,
+) -> dict[str, Any]:
+    """The job row's new state after a run (the seed's and DBMS_JOB's bookkeeping)."""
+    duration = max(0.0, (finished - started).total_seconds())
+    broken = job.broken
+    failures = job.failures
+    next_run = job.next_run
+    values: dict[str, Any] = {
+        "running": False,
+        "this_run": None,
+        "runner_finish": to_db(finished),
+        "last_outcome": outcome.value,
+        "last_error": error,
+        "last_duration": duration,
+        "last_cycle_finish": to_db(finished),
+        "abort_requested": False,
+        "updated": to_db(finished),
+    }
+    keep_phase = manual and phase in ("FINISHED", "ABORTED")
+    if outcome is Outcome.OK:
+        failures = 0
+        broken = False
+        values.update(
+            broken_reason=None,
+            cycles=job.cycles + 1,
+            last_run=to_db(started),
+            total_time=job.total_time + duration,
+        )
+        if not keep_phase:
+            if phase == "ERROR" and job.schedule.kind in ("every", "cron"):
+                next_run = next_slot(job.schedule, finished, _anchor(job))
+                values["next_run"] = to_db(next_run)
+            phase = "FINISHED" if next_run is None else "SLEEPING"
+    elif outcome is Outcome.FAILED:
+        failures += 1
+        if failures >= job.max_failures:
+            broken = True
+            values["broken_reason"] = f"failed {failures} times in a row; last error: {error}"[
+                :MAX_ERROR_LENGTH
+            ]
+        if not keep_phase:
+            phase = "ERROR"
+            values["next_run"] = to_db(retry_time(failures, finished, next_run))
+    elif outcome is Outcome.ABORTED and not shutdown:
+        phase = "ABORTED"
+        values["run_now"] = False
+    values.update(
+        failures=failures,
+        broken=broken,
+        phase=phase,
+        status=derive_status(intent=job.intent, broken=broken, running=False, phase=phase).value,
+    )
+    return values
+
+
+def _describe(exc: BaseException) -> str:
+    """One readable line for an error (driver errors without SQLAlchemy's noise)."""
+    orig: Any = getattr(exc, "orig", None) if isinstance(exc, DBAPIError) else None
+    if orig is not None:
+        args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
+        if len(args) >= 2 and isinstance(args[0], int):
+            return mask_text(f"({args[0]}) {args[1]}")
+        return mask_text(f"{type(orig).__name__}: {orig}")
+    text_ = str(exc) or type(exc).__name__
+    if not isinstance(exc, executor.RunAborted) and type(exc).__name__ not in text_:
+        text_ = f"{type(exc).__name__}: {text_}"
+    return mask_text(text_)
+
+
+# ---------------------------------------------------------------------- entry points
+
+
+def worker_main(
+    store: JobStore,
+    *,
+    threads: int = DEFAULT_THREADS,
+    poll: float = DEFAULT_POLL,
+    name: str | None = None,
+    grace: float = 10.0,
+    heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
+) -> int:
+    """Run a pool headless until SIGTERM/SIGINT (``jobtui worker``); one log line per run."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    def on_run(result: RunResult) -> None:
+        print(result.line(), file=sys.stderr, flush=True)
+
+    pool = RunnerPool(
+        store,
+        threads=threads,
+        poll=poll,
+        name=name or "worker",
+        heartbeat_timeout=heartbeat_timeout,
+        on_run=on_run,
+    )
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, on_signal)
+    try:
+        pool.start()
+        print(
+            f"jobtui worker {pool.runner_id}: {threads} thread(s) on {store.masked_url}",
+            file=sys.stderr,
+            flush=True,
+        )
+        while not stop.wait(0.5):
+            pass
+        print(
+            f"jobtui worker {pool.runner_id}: stopping (grace {grace:g} s)",
+            file=sys.stderr,
+            flush=True,
+        )
+        pool.stop(grace=grace, abort=True)
+        print(f"jobtui worker {pool.runner_id}: stopped", file=sys.stderr, flush=True)
+    finally:
+        if pool.running:
+            pool.stop(grace=0, abort=True)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
+EXIT_FINISHED = 0
+EXIT_ABORTED = 3
+EXIT_INTERRUPTED = 130
+
+
+def run_foreground(store: JobStore, name: str, *, poll: float = DEFAULT_POLL) -> int:
+    """Run one job's schedule in the foreground (the seed's job$run, ``jobtui run NAME``).
+
+    Holds the job's lock for the whole session, runs each due slot (and
+    run-now requests), and returns when the schedule has no more slots (0),
+    the job is aborted or removed (3), or on Ctrl-C (130; a run in flight is
+    aborted). Raises JobLocked when another runner holds the job.
+    """
+    job = store.get(name)
+
+    def on_run(result: RunResult) -> None:
+        print(result.line(), file=sys.stderr, flush=True)
+
+    pool = RunnerPool(store, threads=1, poll=poll, name=f"run:{name}", job_id=job.id, hold=True)
+    pool.on_run = on_run
+    code = EXIT_FINISHED
+    pool.start()
+    try:
+        pool.hold_ready.wait(30)
+        if pool.hold_error is not None:
+            raise pool.hold_error
+        while True:
+            time.sleep(min(0.2, poll))
+            current = store.get_by_id(job.id)
+            if current is None:
+                code = EXIT_ABORTED
+                break
+            if current.running or pool.busy():
+                continue
+            if current.phase == "FINISHED":
+                break
+            if current.phase == "ABORTED" and not current.run_now:
+                code = EXIT_ABORTED
+                break
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+        pool.stop(grace=0, abort=True)
+    finally:
+        pool.stop(grace=10.0, abort=True)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m jobtui.core.runner``: a worker (or ``--run NAME``) without the CLI."""
+    from jobtui.core.store import open_store
+
+    parser = argparse.ArgumentParser(prog="python -m jobtui.core.runner")
+    parser.add_argument("--db", default=None, help="database URL (default: $JOBTUI_DB)")
+    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS)
+    parser.add_argument("--poll", type=float, default=DEFAULT_POLL)
+    parser.add_argument("--name", default=None)
+    parser.add_argument("--grace", type=float, default=10.0)
+    parser.add_argument("--heartbeat-timeout", type=float, default=DEFAULT_HEARTBEAT_TIMEOUT)
+    parser.add_argument("--run", metavar="JOB", default=None, help="run one job in the foreground")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    store = open_store(args.db)
+    try:
+        if args.run:
+            try:
+                return run_foreground(store, args.run, poll=args.poll)
+            except JobLocked as exc:
+                print(f"jobtui: {exc}", file=sys.stderr)
+                return 2
+        return worker_main(
+            store,
+            threads=args.threads,
+            poll=args.poll,
+            name=args.name,
+            grace=args.grace,
+            heartbeat_timeout=args.heartbeat_timeout,
+        )
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
