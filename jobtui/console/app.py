@@ -1,0 +1,529 @@
+"""The operator console application and the one factory the command line uses.
+
+The app owns the store, the refresh loop and (optionally) a hosted runner
+pool. Every database call runs in a thread worker and reports back by a typed
+message (``jobtui.console.messages``); screens stay thin and call the app's
+``steer`` / ``edit_job`` / ``confirm_*`` methods for changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import partial
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from jobtui.console.messages import (
+    ActionFailed,
+    DatabaseLost,
+    JobChanged,
+    JobRemoved,
+    JobsRefreshed,
+    RunnersChanged,
+)
+from jobtui.console.refresh import RefreshPlan
+from jobtui.console.screens.confirm import ConfirmScreen, QuitScreen
+from jobtui.console.screens.details import DetailsScreen
+from jobtui.console.screens.edit import EditScreen, JobForm
+from jobtui.console.screens.help import HelpScreen
+from jobtui.console.screens.main import MainScreen
+from jobtui.console.screens.runlog import RunLogScreen
+from jobtui.core.errors import DatabaseUnavailable, JobtuiError
+from jobtui.core.model import Intent, Job, Status
+from jobtui.core.store import JobStore, RunnerInfo
+
+DEFAULT_RUNNER_THREADS = 2
+HEARTBEAT_TIMEOUT = 15.0
+WAIT_FOR_RUNS = 24 * 3600.0
+CSS_FILES = ("app.tcss", "screens.tcss")
+
+
+def css_paths() -> list[Path]:
+    """The app's stylesheets: from the installed ``jobtui.styles`` package, else the source tree."""
+    found: list[Path] = []
+    try:
+        base = resources.files("jobtui.styles")
+        for name in CSS_FILES:
+            entry = base / name
+            if entry.is_file():
+                found.append(Path(str(entry)))
+    except (ModuleNotFoundError, TypeError):
+        found = []
+    if len(found) == len(CSS_FILES):
+        return found
+    source = Path(__file__).resolve().parents[2] / "styles"
+    return [source / name for name in CSS_FILES]
+
+
+# verb -> the store call (job's owner passed, so --all consoles steer any owner's job)
+STEER: dict[str, Callable[[JobStore, Job], Job]] = {
+    "pause": lambda s, j: s.pause(j.name, owner=j.owner),
+    "resume": lambda s, j: s.resume(j.name, owner=j.owner),
+    "enable": lambda s, j: s.enable(j.name, owner=j.owner),
+    "abort": lambda s, j: s.abort(j.name, owner=j.owner),
+    "run now": lambda s, j: s.run_now(j.name, owner=j.owner),
+    "broken on": lambda s, j: s.broken(j.name, True, owner=j.owner),
+    "broken off": lambda s, j: s.broken(j.name, False, owner=j.owner),
+}
+
+
+class JobtuiApp(App[None]):
+    """The jobtui operator console."""
+
+    TITLE = "jobtui"
+    CSS_PATH = css_paths()  # type: ignore[assignment]
+    BINDINGS = [
+        Binding("l", "run_log", "Run log", id="run_log"),
+        Binding("w", "toggle_runners", "Runners", id="runners"),
+        Binding("question_mark", "help", "Help", id="help"),
+        Binding("q", "quit_console", "Quit", id="quit"),
+    ]
+
+    def __init__(
+        self,
+        store: JobStore,
+        *,
+        runners: int = 0,
+        read_only: bool = False,
+        refresh: float = 1.0,
+        all_owners: bool = False,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.runner_threads = runners
+        self.read_only_console = read_only or store.read_only
+        self.refresh_interval = max(0.1, float(refresh))
+        self.all_owners = all_owners
+        self.plan = RefreshPlan()
+        self.connected = True
+        self.db_error: str | None = None
+        self.runners_seen: list[RunnerInfo] = []
+        self.pool: Any = None  # jobtui.core.runner.RunnerPool, imported when first hosted
+        self._refreshing = False
+        self._quitting = False
+        self._last_good: str | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def get_default_screen(self) -> Screen[Any]:
+        return MainScreen(all_owners=self.all_owners)
+
+    @property
+    def main_screen(self) -> MainScreen:
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                return screen
+        raise LookupError("main screen not mounted")
+
+    def main_ready(self) -> None:
+        """The main screen is composed: start refreshing (and hosting runners)."""
+        self.sub_title = self.store.masked_url
+        self.tick()
+        self.set_interval(self.refresh_interval, self.tick)
+        if self.runner_threads > 0:
+            if self.read_only_console:
+                self.notify("read-only console: runners are not hosted", severity="warning")
+            else:
+                self.start_runners(self.runner_threads)
+
+    def tick(self) -> None:
+        """Once a second: advance the clocks on screen and start the next refresh."""
+        main = self.main_screen
+        main.table.tick()
+        self.update_status()
+        if isinstance(self.screen, DetailsScreen):
+            self.screen.render_job()
+        if not self._refreshing:
+            self._refreshing = True
+            self.refresh_jobs(self.plan.next_step())
+
+    def update_status(self) -> None:
+        main = self.main_screen
+        now = self.store.now()
+        hosted_id = self.pool.runner_id if self.pool is not None and self.pool.running else None
+        elsewhere = sum(
+            1
+            for r in self.runners_seen
+            if r.id != hosted_id and r.alive(now, HEARTBEAT_TIMEOUT) and not r.stopping
+        )
+        hosted = self.pool.threads if hosted_id is not None else 0
+        main.query_one("#status").show(  # type: ignore[attr-defined]
+            url=self.store.masked_url,
+            connected=self.connected,
+            hosted=hosted,
+            elsewhere=elsewhere,
+            jobs=main.table.jobs.values(),
+            clock=now.strftime("%H:%M:%S UTC"),
+            read_only=self.read_only_console,
+        )
+
+    # ------------------------------------------------------------------ refresh
+
+    @work(thread=True, exclusive=True, group="refresh", exit_on_error=False)
+    def refresh_jobs(self, step: str) -> None:
+        """One refresh step's query (in a thread); the result comes back as a message."""
+        try:
+            fetched = self.plan.fetch(self.store, step, all_owners=self.all_owners)
+        except JobtuiError as exc:
+            self.plan.reset()
+            self.post_message(DatabaseLost(str(exc)))
+            return
+        self.plan.seen(fetched.changed)
+        self.post_message(
+            JobsRefreshed(fetched.changed, fetched.ids, fetched.runners, fetched.full)
+        )
+
+    def on_jobs_refreshed(self, message: JobsRefreshed) -> None:
+        self._refreshing = False
+        if not self.connected:
+            self.connected = True
+            self.db_error = None
+            self.main_screen.show_banner(None)
+            self.notify("the database is back: the console is live again", timeout=4)
+        self._last_good = self.store.now().strftime("%H:%M:%S UTC")
+        table = self.main_screen.table
+        previous = table.jobs
+        changed = [j for j in message.changed if previous.get(j.id) != j]
+        table.apply(changed, message.ids)
+        if message.runners is not None:
+            self.runners_seen = message.runners
+        screen = self.screen
+        if isinstance(screen, DetailsScreen) and screen.job is not None:
+            for job in changed:
+                if job.id == screen.job.id:
+                    screen.job_updated(job)
+            if message.ids is not None and screen.job.id not in message.ids:
+                screen.job_removed()
+        self.update_status()
+
+    def on_database_lost(self, message: DatabaseLost) -> None:
+        self._refreshing = False
+        first = self.connected
+        self.connected = False
+        self.db_error = message.error
+        since = f"as read at {self._last_good}" if self._last_good else "nothing read yet"
+        self.main_screen.show_banner(
+            f"⚠ Database unreachable: {message.error}\n"
+            f"Showing the jobs {since}; changes are refused until it is back. Retrying every "
+            f"{self.refresh_interval:g} s…"
+        )
+        if first:
+            self.notify(message.error, title="database unreachable", severity="error")
+        self.update_status()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Any worker that failed unexpectedly: say so (the app keeps running)."""
+        worker = event.worker
+        if event.state in (WorkerState.ERROR, WorkerState.CANCELLED) and worker.group == "refresh":
+            self._refreshing = False
+        if event.state is WorkerState.ERROR:
+            self.notify(
+                f"{type(worker.error).__name__}: {worker.error}",
+                title=f"{worker.name or worker.group} failed",
+                severity="error",
+                timeout=8,
+            )
+
+    # ------------------------------------------------------------------ changing jobs
+
+    def can_write(self, verb: str, name: str) -> bool:
+        """Refuse early, with a reason, when a change cannot be made."""
+        if self.read_only_console:
+            self.notify(
+                f"read-only console: {verb} {name} refused (start without --read-only to change jobs)",
+                severity="warning",
+                timeout=4,
+            )
+            return False
+        if not self.connected:
+            self.notify(
+                f"no database connection: {verb} {name} refused, nothing was changed "
+                "(the console reconnects by itself)",
+                severity="error",
+                timeout=5,
+            )
+            return False
+        return True
+
+    def steer(self, verb: str, job: Job) -> None:
+        """Run one operator action on a job (in a thread)."""
+        if self.can_write(verb, job.name):
+            self.write_job(verb, job, partial(STEER[verb], self.store, job))
+
+    def toggle_pause(self, job: Job) -> None:
+        if job.intent is Intent.PAUSED or job.status is Status.ABORTED:
+            self.steer("resume", job)
+        elif job.intent is Intent.DISABLED:
+            self.steer("enable", job)
+        else:
+            self.steer("pause", job)
+
+    def confirm_abort(self, job: Job) -> None:
+        if not self.can_write("abort", job.name):
+            return
+        what = "kill the run in flight and stop" if job.running else "stop"
+        self.push_screen(
+            ConfirmScreen(
+                f"Abort {job.name}? This will {what} its schedule until you resume it (p).",
+                yes="Abort",
+            ),
+            callback=lambda yes: self.steer("abort", job) if yes else None,
+        )
+
+    def confirm_remove(self, job: Job) -> None:
+        if not self.can_write("remove", job.name):
+            return
+        extra = " Its run in flight is aborted first." if job.running else ""
+        self.push_screen(
+            ConfirmScreen(
+                f"Remove {job.name}? The job is deleted; its run history stays.{extra}",
+                yes="Remove",
+            ),
+            callback=lambda yes: self._remove(job) if yes else None,
+        )
+
+    def _remove(self, job: Job) -> None:
+        if self.can_write("remove", job.name):
+            self.write_job(
+                "remove", job, lambda: self.store.remove(job.name, owner=job.owner), removes=True
+            )
+
+    def edit_job(self, job: Job | None) -> None:
+        """Open the form for a new job (None) or to change ``job``."""
+        verb = "edit" if job else "new job"
+        if not self.can_write(verb, job.name if job else ""):
+            return
+
+        def saved(form: JobForm | None) -> None:
+            if form is None or not self.can_write(verb, form.name):
+                return
+            if job is None:
+                self.write_job("create", None, partial(self._submit, form), name=form.name)
+            else:
+                self.write_job("change", job, partial(self._change, job, form))
+
+        self.push_screen(EditScreen(self.store, job), callback=saved)
+
+    def _submit(self, form: JobForm) -> Job:
+        return self.store.submit(
+            form.name,
+            form.what,
+            form.schedule,
+            description=form.description,
+            max_failures=form.max_failures,
+        )
+
+    def _change(self, job: Job, form: JobForm) -> Job:
+        s = form.schedule
+        return self.store.change(
+            job.name,
+            owner=job.owner,
+            what=form.what,
+            kind=s.kind,
+            every=s.every if s.kind == "every" else None,
+            cron=s.cron if s.kind == "cron" else None,
+            expr=s.expr if s.kind == "expr" else None,
+            tz=s.tz,
+            start=s.start,
+            finish=s.finish,
+            description=form.description,
+            max_failures=form.max_failures,
+        )
+
+    @work(thread=True, group="actions", exit_on_error=False)
+    def write_job(
+        self,
+        verb: str,
+        job: Job | None,
+        call: Callable[[], Job],
+        *,
+        removes: bool = False,
+        name: str = "",
+    ) -> None:
+        """Make one change (one transaction in the store) and report the new row."""
+        label = job.name if job else name
+        try:
+            result = call()
+        except DatabaseUnavailable as exc:
+            self.post_message(ActionFailed(verb, label, f"{exc} — nothing was changed"))
+            return
+        except JobtuiError as exc:
+            self.post_message(ActionFailed(verb, label, str(exc)))
+            return
+        if removes:
+            self.post_message(JobRemoved(result))
+        else:
+            self.post_message(JobChanged(result, verb))
+
+    def on_job_changed(self, message: JobChanged) -> None:
+        job = message.job
+        table = self.main_screen.table
+        table.apply([job])
+        if message.verb == "create":
+            table.select_job(job.id)
+        if isinstance(self.screen, DetailsScreen):
+            self.screen.job_updated(job)
+        self.update_status()
+        self.notify(f"{message.verb}: {job.name} is {job.status.value}", timeout=3)
+
+    def on_job_removed(self, message: JobRemoved) -> None:
+        self.main_screen.table.remove_job(message.job.id)
+        screen = self.screen
+        if isinstance(screen, DetailsScreen) and screen.job and screen.job.id == message.job.id:
+            screen.dismiss(None)
+        self.update_status()
+        self.notify(f"removed {message.job.name}", timeout=3)
+
+    def on_action_failed(self, message: ActionFailed) -> None:
+        self.notify(message.error, title=f"{message.verb} {message.name} failed", severity="error")
+
+    # ------------------------------------------------------------------ screens
+
+    def show_details(self, job: Job) -> None:
+        self.push_screen(DetailsScreen(job))
+
+    def action_run_log(self) -> None:
+        """The run log of all jobs."""
+        if not isinstance(self.screen, RunLogScreen):
+            self.push_screen(RunLogScreen(all_owners=self.all_owners))
+
+    def action_help(self) -> None:
+        """Every key, and what the status colours mean."""
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(self.key_help(self.screen)))
+
+    def key_help(self, screen: Screen[Any]) -> list[tuple[str, str]]:
+        """(keys, description) of jobtui's own bindings on ``screen``, grouped by action."""
+        return [
+            (" ".join(keys), binding.description)
+            for keys, binding, _ in self.jobtui_bindings(screen)
+        ]
+
+    def jobtui_bindings(self, screen: Screen[Any]) -> list[tuple[list[str], Binding, Any]]:
+        """jobtui's bindings (those with an id) reachable from ``screen``'s focus chain.
+
+        Read from the whole chain, not ``active_bindings``, so a key a focused
+        widget shadows (enter in the table) still shows under its own name.
+        """
+        grouped: dict[tuple[int, str], tuple[list[str], Binding, Any]] = {}
+        for node, bindings in screen._modal_binding_chain:
+            for key, binding in bindings:
+                if binding.id is None or not binding.description:
+                    continue
+                slot = grouped.setdefault((id(node), binding.action), ([], binding, node))
+                display = self.get_key_display(binding.with_key(key))
+                if display not in slot[0]:
+                    slot[0].append(display)
+        return list(grouped.values())
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """The command palette offers every key's action too."""
+        for keys, binding, node in self.jobtui_bindings(screen):
+            yield SystemCommand(
+                binding.description,
+                f"key {' '.join(keys)}",
+                partial(self.run_action, binding.action, node),
+            )
+        yield from super().get_system_commands(screen)
+
+    # ------------------------------------------------------------------ hosted runners
+
+    def action_toggle_runners(self) -> None:
+        """Start or stop the runner pool hosted in this console."""
+        if self.pool is not None and self.pool.running:
+            in_flight = self.pool.in_flight()
+            note = f"; {len(in_flight)} run(s) in flight get 10 s to finish" if in_flight else ""
+            self.notify(f"stopping the hosted runners{note}", timeout=3)
+            self.stop_runners(grace=10.0, abort=True)
+        elif self.can_write("start runners", "here"):
+            self.start_runners(self.runner_threads or DEFAULT_RUNNER_THREADS)
+
+    @work(thread=True, exclusive=True, group="runners", exit_on_error=False)
+    def start_runners(self, threads: int) -> None:
+        """Start a runner pool in this process (in a thread: it registers in the database)."""
+        try:
+            from jobtui.core.runner import RunnerPool
+
+            self.pool = RunnerPool(self.store, threads=threads)
+            self.pool.start()
+        except (ImportError, JobtuiError) as exc:
+            self.post_message(RunnersChanged(False, str(exc)))
+            return
+        self.post_message(RunnersChanged(True))
+
+    @work(thread=True, exclusive=True, group="runners", exit_on_error=False)
+    def stop_runners(self, grace: float, abort: bool, then_exit: bool = False) -> None:
+        """Stop the hosted pool (in a thread: it may wait for runs in flight)."""
+        error = None
+        try:
+            if self.pool is not None:
+                self.pool.stop(grace=grace, abort=abort)
+        except JobtuiError as exc:
+            error = str(exc)
+        if then_exit:
+            self.call_from_thread(self.exit)
+            return
+        self.post_message(RunnersChanged(False, error))
+
+    def on_runners_changed(self, message: RunnersChanged) -> None:
+        if message.error:
+            self.notify(message.error, title="hosted runners", severity="error")
+        elif message.running:
+            self.notify(f"hosting {self.pool.threads} runner thread(s) here", timeout=3)
+        else:
+            self.notify("hosted runners stopped", timeout=3)
+        self.update_status()
+
+    # ------------------------------------------------------------------ quitting
+
+    def action_quit_console(self) -> None:
+        """Quit; when hosted runners have runs in flight, ask what to do with them."""
+        if self._quitting:
+            return
+        if self.pool is None or not self.pool.running:
+            self.exit()
+            return
+        in_flight = self.pool.in_flight()
+        if not in_flight:
+            self._quitting = True
+            self.stop_runners(grace=0.0, abort=True, then_exit=True)
+            return
+
+        def chosen(choice: str | None) -> None:
+            if choice is None:
+                return
+            self._quitting = True
+            if choice == "wait":
+                self.notify("waiting for the runs in flight to finish, then quitting…")
+                self.stop_runners(grace=WAIT_FOR_RUNS, abort=False, then_exit=True)
+            else:
+                self.notify("aborting the runs in flight, then quitting…")
+                self.stop_runners(grace=0.0, abort=True, then_exit=True)
+
+        self.push_screen(QuitScreen(in_flight), callback=chosen)
+
+    async def action_quit(self) -> None:
+        """ctrl+q and the palette's Quit go the same careful way as q."""
+        self.action_quit_console()
+
+
+def make_app(
+    store: JobStore,
+    *,
+    runners: int = 0,
+    read_only: bool = False,
+    refresh: float = 1.0,
+    all_owners: bool = False,
+) -> JobtuiApp:
+    """The console over ``store`` (the one factory the command line uses)."""
+    return JobtuiApp(
+        store, runners=runners, read_only=read_only, refresh=refresh, all_owners=all_owners
+    )

@@ -1,0 +1,147 @@
+"""How the console writes times, durations and statuses (short enough for 80 columns)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import humanize
+
+from jobtui.core.model import Job, Outcome, Status
+
+DASH = "—"
+
+# Theme variable behind each status: every built-in theme defines these.
+STATUS_VARIABLE: dict[Status, str] = {
+    Status.ENABLED: "success",
+    Status.SLEEPING: "success",
+    Status.RESUMED: "success",
+    Status.RUNNING: "accent",
+    Status.PAUSED: "warning",
+    Status.ABORTED: "warning",
+    Status.DISABLED: "foreground-muted",
+    Status.FINISHED: "foreground-muted",
+    Status.ERROR: "error",
+    Status.BROKEN: "error",
+}
+
+OUTCOME_VARIABLE: dict[Outcome, str] = {
+    Outcome.OK: "success",
+    Outcome.RUNNING: "accent",
+    Outcome.FAILED: "error",
+    Outcome.LOST: "error",
+    Outcome.ABORTED: "warning",
+    Outcome.SKIPPED: "foreground-muted",
+}
+
+_UNITS = (
+    (" seconds", " s"),
+    (" second", " s"),
+    (" minutes", " min"),
+    (" minute", " min"),
+    (" hours", " h"),
+    (" hour", " h"),
+    (" days", " d"),
+    (" day", " d"),
+    (" months", " mo"),
+    (" month", " mo"),
+    (" years", " y"),
+    (" year", " y"),
+)
+
+
+def short_delta(seconds: float) -> str:
+    """A compact human duration: 0.42 s, 3 s, 2 min, 5 h, 3 d (humanize, abbreviated)."""
+    seconds = abs(seconds)
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms" if seconds else "0 s"
+    if seconds < 60:
+        return f"{int(seconds)} s"
+    text = humanize.naturaldelta(timedelta(seconds=seconds))
+    text = text.replace("an ", "1 ").replace("a ", "1 ")
+    for long, short in _UNITS:
+        text = text.replace(long, short)
+    return text
+
+
+def duration(seconds: float | None) -> str:
+    """A run's duration, or a dash."""
+    if seconds is None:
+        return DASH
+    return short_delta(seconds)
+
+
+def age(when: datetime | None, now: datetime) -> str:
+    """ "5 s ago" (or "just now"), or a dash."""
+    if when is None:
+        return DASH
+    delta = (now - when).total_seconds()
+    if delta < 0:
+        return f"in {short_delta(-delta)}"
+    if delta < 1:
+        return "just now"
+    return f"{short_delta(delta)} ago"
+
+
+def until(when: datetime | None, now: datetime) -> str:
+    """ "in 3 s", "now" when due, or a dash."""
+    if when is None:
+        return DASH
+    delta = (when - now).total_seconds()
+    if delta <= 0:
+        return "due now"
+    if delta < 1:
+        return "in <1 s"
+    return f"in {short_delta(delta)}"
+
+
+def next_run_text(job: Job, now: datetime) -> str:
+    """The next-run column: a dash when nothing will run on schedule."""
+    if job.run_now and not job.running:
+        return "run now"
+    if job.status in (
+        Status.PAUSED,
+        Status.BROKEN,
+        Status.DISABLED,
+        Status.FINISHED,
+        Status.ABORTED,
+    ):
+        return DASH
+    return until(job.next_run, now)
+
+
+def last_run_text(job: Job, now: datetime) -> tuple[str, Outcome | None]:
+    """The last-run column (age of the last finished run) and its outcome."""
+    when = job.last_cycle_start or job.last_run
+    if when is None or job.last_outcome is None:
+        return DASH, None
+    return f"{age(when, now)} {job.last_outcome.value}", job.last_outcome
+
+
+def runner_text(job: Job, now: datetime) -> str:
+    """Who runs the job now and for how long (ticks every second), or a dash."""
+    if not job.running:
+        return DASH
+    started = job.this_run or job.runner_start
+    # runner ids are host:pid:name:token; host:pid is what an operator looks for
+    who = ":".join((job.runner_id or "?").split(":")[:2])
+    if job.runner_connection_id is not None:
+        who += f" conn {job.runner_connection_id}"
+    if started is None:
+        return who
+    return f"{short_delta((now - started).total_seconds())} on {who}"
+
+
+def stamp(when: datetime | None) -> str:
+    """A full UTC time stamp for the details screen."""
+    if when is None:
+        return DASH
+    return when.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def short_url(url: str, limit: int = 36) -> str:
+    """A masked URL shortened for the status line: a long SQLite path keeps its file name."""
+    if len(url) <= limit:
+        return url
+    if url.startswith("sqlite:///"):
+        return "sqlite:///…/" + url.rsplit("/", 1)[-1]
+    return url[: limit - 1] + "…"

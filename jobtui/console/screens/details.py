@@ -1,0 +1,172 @@
+"""The details screen: every field of one job, its next runs, last error and history."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
+from textual.markup import escape
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from jobtui.console import formatting as fmt
+from jobtui.console.messages import DetailsLoaded
+from jobtui.console.screens.job_actions import JOB_BINDINGS, JobActions
+from jobtui.core.errors import JobtuiError
+from jobtui.core.model import Job
+
+HISTORY_LIMIT = 50
+
+
+class DetailsScreen(JobActions, Screen[None]):
+    """One job, in full, live."""
+
+    BINDINGS = [
+        Binding("escape,backspace", "back", "Back", id="back"),
+        *JOB_BINDINGS,
+    ]
+
+    def __init__(self, job: Job) -> None:
+        super().__init__(id="details")
+        self.job: Job | None = job
+        self._loaded_for: tuple[object, ...] | None = None
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="details-body"):
+            with Horizontal(id="details-top"):
+                yield Static(id="fields")
+                yield Static(id="upcoming")
+            yield Static(id="last-error")
+            yield Static("Run history (latest first)", classes="section")
+            yield DataTable(id="history", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#history", DataTable)
+        for key, label in (
+            ("scheduled", "Scheduled"),
+            ("started", "Started"),
+            ("took", "Took"),
+            ("outcome", "Outcome"),
+            ("runner", "Runner"),
+            ("error", "Error"),
+        ):
+            table.add_column(label, key=key)
+        self.render_job()
+        self.load()
+
+    def selected_job(self) -> Job | None:
+        return self.job
+
+    def job_updated(self, job: Job) -> None:
+        """The app saw a newer row for this job."""
+        if self.job is not None and job.id == self.job.id:
+            self.job = job
+            self.render_job()
+            self.load()
+
+    def job_removed(self) -> None:
+        if self.job is not None:
+            self.query_one("#fields", Static).update(
+                Content.from_markup(f"[b $error]{escape(self.job.name)} was removed[/]")
+            )
+        self.job = None
+
+    def render_job(self) -> None:
+        job = self.job
+        if job is None:
+            return
+        now = self.console.store.now()
+        s = job.schedule
+        rows = [
+            ("Job", f"[b]{escape(job.name)}[/]  (id {job.id}, owner {escape(job.owner)})"),
+            ("Status", f"[b ${fmt.STATUS_VARIABLE[job.status]}]{job.status.value}[/]"),
+            (
+                "State",
+                f"intent {job.intent.value}, phase {job.phase}, running {job.running}, "
+                f"broken {job.broken}",
+            ),
+            ("What", escape(job.what.describe())),
+            ("Schedule", escape(s.describe())),
+            ("Description", escape(job.description) or fmt.DASH),
+            ("Next run", f"{fmt.stamp(job.next_run)} ({fmt.next_run_text(job, now)})"),
+            ("Last run", f"{fmt.stamp(job.last_run)} ({fmt.age(job.last_run, now)})"),
+            ("This run", fmt.stamp(job.this_run)),
+            ("Last outcome", job.last_outcome.value if job.last_outcome else fmt.DASH),
+            ("Last took", fmt.duration(job.last_duration)),
+            ("Total time", fmt.duration(job.total_time)),
+            ("Runs", str(job.cycles)),
+            ("Failures", f"{job.failures} of at most {job.max_failures}"),
+            ("Runner", escape(fmt.runner_text(job, now))),
+            ("Flags", _flags(job)),
+            ("Created", fmt.stamp(job.created)),
+            ("Updated", fmt.stamp(job.updated)),
+        ]
+        if job.broken_reason:
+            rows.append(("Broken because", escape(job.broken_reason)))
+        text = "\n".join(f"[dim]{k:>13}[/] {v}" for k, v in rows)
+        self.query_one("#fields", Static).update(Content.from_markup(text))
+        error = self.query_one("#last-error", Static)
+        error.display = bool(job.last_error)
+        if job.last_error:
+            error.update(Content.from_markup(f"[b $error]Last error[/]\n{escape(job.last_error)}"))
+
+    @work(thread=True, exclusive=True, group="details", exit_on_error=False)
+    def load(self) -> None:
+        """Next runs and history, from the database (in a thread)."""
+        job = self.job
+        if job is None:
+            return
+        store = self.console.store
+        try:
+            upcoming = store.preview(job, 5)
+            runs = store.runs(job_id=job.id, owner=job.owner, limit=HISTORY_LIMIT)
+        except JobtuiError as exc:
+            self.post_message(DetailsLoaded(job.id, [], [], str(exc)))
+            return
+        self.post_message(DetailsLoaded(job.id, upcoming, runs))
+
+    def on_details_loaded(self, message: DetailsLoaded) -> None:
+        upcoming = self.query_one("#upcoming", Static)
+        if message.error:
+            upcoming.update(Content.from_markup(f"[$error]{escape(message.error)}[/]"))
+            return
+        lines = ["[b]Next 5 runs[/]"]
+        lines += [f"{fmt.stamp(t)}" for t in message.upcoming] or ["none scheduled"]
+        upcoming.update(Content.from_markup("\n".join(lines)))
+        table = self.query_one("#history", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for run in message.runs:
+            outcome_var = fmt.OUTCOME_VARIABLE[run.outcome]
+            style = self.app.theme_variables.get(outcome_var, "")
+            table.add_row(
+                fmt.stamp(run.scheduled_for),
+                fmt.stamp(run.started),
+                fmt.duration(run.duration),
+                Text(run.outcome.value, style=style if style.startswith("#") else ""),
+                Text(run.runner or fmt.DASH),
+                Text((run.error or "").splitlines()[0] if run.error else ""),
+                key=str(run.id),
+            )
+        if message.runs:
+            table.move_cursor(row=min(cursor, len(message.runs) - 1))
+
+    def action_back(self) -> None:
+        """Back to the job table."""
+        self.dismiss(None)
+
+
+def _flags(job: Job) -> str:
+    flags = [
+        name
+        for name, on in (
+            ("run now requested", job.run_now),
+            ("abort requested", job.abort_requested),
+        )
+        if on
+    ]
+    return ", ".join(flags) or fmt.DASH

@@ -1,0 +1,428 @@
+"""The edit / new job form: validated as you type, with a live preview of the next runs."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.markup import escape
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.validation import ValidationResult, Validator
+from textual.widgets import Button, Input, Label, Select, Static
+
+from jobtui.console import formatting as fmt
+from jobtui.core.errors import InvalidInput, JobtuiError
+from jobtui.core.model import Job, Schedule, What, check_job_name
+from jobtui.core.schedules import make_schedule
+from jobtui.core.store import JobStore, check_description, check_max_failures
+from jobtui.core.timeutil import parse_when
+
+WHAT_KINDS = [("SQL statement", "sql"), ("Python action", "action"), ("Procedure call", "call")]
+SCHEDULE_KINDS = [
+    ("every N seconds", "every"),
+    ("cron", "cron"),
+    ("expression", "expr"),
+    ("once", "once"),
+]
+VALUE_HINT = {
+    "every": "seconds between runs, e.g. 5 or 0.5",
+    "cron": "5 fields (6 with seconds), e.g. */5 * * * *",
+    "expr": "SQL date expression, e.g. NOW() + INTERVAL 1 DAY",
+    "once": "(no value: runs once at start, or now)",
+}
+TARGET_HINT = {
+    "sql": "one SQL statement",
+    "action": "registered action name, e.g. demo.sleep",
+    "call": "SCHEMA.PROCEDURE",
+}
+
+
+@dataclass(frozen=True)
+class JobForm:
+    """What the form yields: a validated definition."""
+
+    name: str
+    what: What
+    schedule: Schedule
+    description: str
+    max_failures: int
+
+
+class FieldCheck(Validator):
+    """A textual validator running one of the core's own checks (the CLI's rules)."""
+
+    def __init__(self, check: Callable[[str], object]) -> None:
+        super().__init__()
+        self.check = check
+
+    def validate(self, value: str) -> ValidationResult:
+        try:
+            self.check(value)
+        except InvalidInput as exc:
+            return self.failure(str(exc))
+        return self.success()
+
+
+class EditScreen(ModalScreen[JobForm | None]):
+    """Define a new job, or change one."""
+
+    BINDINGS = [
+        Binding("ctrl+s", "save", "Save", id="save"),
+        Binding("escape", "cancel", "Cancel", id="cancel"),
+    ]
+
+    class Checked(Message):
+        """The database's verdict on the current form (what exists, next runs)."""
+
+        def __init__(self, version: int, error: str | None, upcoming: list[datetime]) -> None:
+            super().__init__()
+            self.version = version
+            self.error = error
+            self.upcoming = upcoming
+
+    def __init__(self, store: JobStore, job: Job | None) -> None:
+        super().__init__(classes="dialog-screen", id="edit")
+        self.store = store
+        self.job = job
+        self._version = 0
+        self._pending: JobForm | None = None
+        self._checked: JobForm | None = None
+        # The selects' values, kept here: validators run before the selects are mounted.
+        self.what_kind: str = job.what.kind if job else "sql"
+        self.schedule_kind: str = job.schedule.kind if job else "every"
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        job = self.job
+        s = job.schedule if job else None
+        what = job.what if job else None
+        value = ""
+        if s is not None:
+            value = {
+                "every": fmt_number(s.every),
+                "cron": s.cron or "",
+                "expr": s.expr or "",
+                "once": "",
+            }[s.kind]
+        title = f"Edit {job.name}" if job else "New job"
+        with Vertical(classes="dialog form"):
+            yield Label(title, classes="title")
+            with VerticalScroll(id="form-fields"):
+                yield from _row(
+                    "Name",
+                    Input(
+                        job.name if job else "",
+                        placeholder="letters, digits, _ . -",
+                        id="name",
+                        compact=True,
+                        disabled=job is not None,
+                        validators=[FieldCheck(check_job_name)],
+                    ),
+                )
+                yield from _row(
+                    "Runs",
+                    Select(
+                        WHAT_KINDS,
+                        value=what.kind if what else "sql",
+                        allow_blank=False,
+                        id="what-kind",
+                        compact=True,
+                    ),
+                )
+                yield from _row(
+                    "Target",
+                    Input(
+                        what.target if what else "",
+                        placeholder=TARGET_HINT[what.kind if what else "sql"],
+                        id="target",
+                        compact=True,
+                        validators=[FieldCheck(self._check_target)],
+                    ),
+                )
+                yield from _row(
+                    "Arguments",
+                    Input(
+                        shlex.join(what.args) if what else "",
+                        placeholder="space separated, quote with '…' (call and action)",
+                        id="args",
+                        compact=True,
+                        validators=[FieldCheck(self._check_args)],
+                    ),
+                )
+                yield from _row(
+                    "Schedule",
+                    Select(
+                        SCHEDULE_KINDS,
+                        value=s.kind if s else "every",
+                        allow_blank=False,
+                        id="schedule-kind",
+                        compact=True,
+                    ),
+                )
+                yield from _row(
+                    "Value",
+                    Input(
+                        value if s else "60",
+                        placeholder=VALUE_HINT[s.kind if s else "every"],
+                        id="schedule-value",
+                        compact=True,
+                        validators=[FieldCheck(self._check_value)],
+                    ),
+                )
+                yield from _row(
+                    "Time zone",
+                    Input(
+                        (s.tz or "") if s else "",
+                        placeholder="IANA name for cron, e.g. Europe/Paris (default UTC)",
+                        id="tz",
+                        compact=True,
+                        validators=[FieldCheck(self._check_tz)],
+                    ),
+                )
+                yield from _row(
+                    "Start",
+                    Input(
+                        _iso(s.start) if s else "",
+                        placeholder="ISO 8601, e.g. 2026-12-24T18:00:00+01:00 (empty: now)",
+                        id="start",
+                        compact=True,
+                        validators=[FieldCheck(_check_when("start"))],
+                    ),
+                )
+                yield from _row(
+                    "Finish",
+                    Input(
+                        _iso(s.finish) if s else "",
+                        placeholder="ISO 8601 (empty: no end)",
+                        id="finish",
+                        compact=True,
+                        validators=[FieldCheck(_check_when("finish"))],
+                    ),
+                )
+                yield from _row(
+                    "Description",
+                    Input(
+                        job.description if job else "",
+                        id="description",
+                        compact=True,
+                        validators=[FieldCheck(check_description)],
+                    ),
+                )
+                yield from _row(
+                    "Max failures",
+                    Input(
+                        str(job.max_failures if job else 16),
+                        id="max-failures",
+                        compact=True,
+                        validators=[FieldCheck(check_max_failures)],
+                    ),
+                )
+            yield Static(id="form-error")
+            yield Static(id="preview")
+            with Horizontal(classes="buttons"):
+                yield Button("Save \\[ctrl+s]", variant="primary", id="save", disabled=True)
+                yield Button("Cancel \\[esc]", id="cancel")
+
+    def on_mount(self) -> None:
+        first = "#target" if self.job else "#name"
+        self.query_one(first, Input).focus()
+        self._revalidate()
+
+    # ------------------------------------------------------------------ reading the form
+
+    def _value(self, widget_id: str) -> str:
+        return self.query_one(f"#{widget_id}", Input).value
+
+    def _select(self, widget_id: str) -> str:
+        return self.what_kind if widget_id == "what-kind" else self.schedule_kind
+
+    def _check_target(self, value: str) -> None:
+        What(self._select("what-kind"), value.strip(), ())  # type: ignore[arg-type]
+
+    def _check_args(self, value: str) -> None:
+        args = _split_args(value)
+        kind = self._select("what-kind")
+        if args:
+            What(kind, "x.y" if kind == "call" else "x", args)  # type: ignore[arg-type]
+
+    def _check_value(self, value: str) -> None:
+        kind = self._select("schedule-kind")
+        if kind == "every":
+            make_schedule("every", every=value.strip() or None)
+        elif kind == "cron":
+            make_schedule("cron", cron=value.strip() or None)
+        elif kind == "expr":
+            make_schedule("expr", expr=value)
+
+    def _check_tz(self, value: str) -> None:
+        if value.strip():
+            kind = self._select("schedule-kind")
+            if kind != "cron":
+                raise InvalidInput("a time zone is only accepted with a cron schedule")
+            from jobtui.core.schedules import check_tz
+
+            check_tz(value.strip())
+
+    def build(self) -> JobForm:
+        """The form's job definition, or InvalidInput naming the first problem."""
+        name = check_job_name(self._value("name").strip())
+        what = What(
+            self._select("what-kind"),  # type: ignore[arg-type]
+            self._value("target").strip(),
+            _split_args(self._value("args")),
+        )
+        kind = self._select("schedule-kind")
+        value = self._value("schedule-value").strip()
+        tz = self._value("tz").strip() or None
+        start_text = self._value("start").strip()
+        finish_text = self._value("finish").strip()
+        schedule = make_schedule(
+            kind,
+            every=value or None if kind == "every" else None,
+            cron=value or None if kind == "cron" else None,
+            expr=value or None if kind == "expr" else None,
+            tz=tz,
+            start=parse_when(start_text, "start") if start_text else None,
+            finish=parse_when(finish_text, "finish") if finish_text else None,
+        )
+        return JobForm(
+            name=name,
+            what=what,
+            schedule=schedule,
+            description=check_description(self._value("description")),
+            max_failures=check_max_failures(self._value("max-failures").strip()),
+        )
+
+    # ------------------------------------------------------------------ validation as you type
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def _changed(self, event: Message) -> None:
+        if isinstance(event, Select.Changed):
+            if event.select.id == "what-kind":
+                self.what_kind = str(event.value)
+            else:
+                self.schedule_kind = str(event.value)
+            what_kind = self._select("what-kind")
+            self.query_one("#target", Input).placeholder = TARGET_HINT.get(what_kind, "")
+            sched_kind = self._select("schedule-kind")
+            value = self.query_one("#schedule-value", Input)
+            value.placeholder = VALUE_HINT.get(sched_kind, "")
+            value.disabled = sched_kind == "once"
+            self.query_one("#tz", Input).disabled = sched_kind != "cron"
+            for widget_id in ("target", "args", "schedule-value", "tz"):
+                field = self.query_one(f"#{widget_id}", Input)
+                field.validate(field.value)
+        self._revalidate()
+
+    def _revalidate(self) -> None:
+        self._version += 1
+        self._checked = None
+        self.query_one("#save", Button).disabled = True
+        try:
+            form = self.build()
+        except InvalidInput as exc:
+            self._pending = None
+            self._show_error(str(exc))
+            return
+        self._pending = form
+        self._show_error(None, checking=True)
+        self.check(self._version, form)
+
+    @work(thread=True, exclusive=True, group="form-check", exit_on_error=False)
+    def check(self, version: int, form: JobForm) -> None:
+        """The checks only the database can make, and the preview (in a thread)."""
+        try:
+            self.store.check_what(form.what)
+            self.store.check_expr_schedule(form.schedule, self.store.now())
+            upcoming = self.store.preview_schedule(form.schedule, 5)
+        except JobtuiError as exc:
+            self.post_message(self.Checked(version, str(exc), []))
+            return
+        self.post_message(self.Checked(version, None, upcoming))
+
+    def on_edit_screen_checked(self, message: Checked) -> None:
+        if message.version != self._version:
+            return  # the form changed since: a newer check is on its way
+        if message.error:
+            self._show_error(message.error)
+            return
+        self._checked = self._pending
+        self._show_error(None)
+        lines = ["[b]Next 5 runs[/]"] + (
+            [fmt.stamp(t) for t in message.upcoming] or ["none: the window is over"]
+        )
+        self.query_one("#preview", Static).update(Content.from_markup("\n".join(lines)))
+        self.query_one("#save", Button).disabled = self.app.read_only_console  # type: ignore[attr-defined]
+
+    def _show_error(self, error: str | None, *, checking: bool = False) -> None:
+        box = self.query_one("#form-error", Static)
+        if error:
+            box.update(Content.from_markup(f"[$error]✗ {escape(error)}[/]"))
+        elif checking:
+            box.update(Content.from_markup("[dim]checking…[/]"))
+        else:
+            box.update(Content.from_markup("[$success]✓ valid[/]"))
+
+    # ------------------------------------------------------------------ actions
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "save":
+            self.action_save()
+        else:
+            self.action_cancel()
+
+    def action_save(self) -> None:
+        """Save the job (only once everything is valid)."""
+        if self._checked is None:
+            self.notify(
+                "the form is not valid yet: fix the field marked in red",
+                severity="warning",
+                timeout=3,
+            )
+            return
+        self.dismiss(self._checked)
+
+    def action_cancel(self) -> None:
+        """Close without saving."""
+        self.dismiss(None)
+
+
+def _row(label: str, widget: Any) -> ComposeResult:
+    with Horizontal(classes="field"):
+        yield Label(label, classes="label")
+        yield widget
+
+
+def _split_args(value: str) -> tuple[str, ...]:
+    try:
+        return tuple(shlex.split(value))
+    except ValueError as exc:
+        raise InvalidInput(f"invalid arguments {value!r}: {exc} (quote with '…')") from None
+
+
+def _check_when(what: str) -> Callable[[str], object]:
+    def check(value: str) -> object:
+        return parse_when(value, what) if value.strip() else None
+
+    return check
+
+
+def _iso(when: datetime | None) -> str:
+    return when.isoformat() if when else ""
+
+
+def fmt_number(value: float | None) -> str:
+    if value is None:
+        return ""
+    return str(int(value)) if value == int(value) else str(value)

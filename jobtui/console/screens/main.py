@@ -1,0 +1,90 @@
+"""The main screen: the live job table, filter, banner and status line."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from jobtui.console.screens.job_actions import JOB_BINDINGS, JobActions
+from jobtui.console.widgets.job_table import JobTable
+from jobtui.console.widgets.status_line import StatusLine
+from jobtui.core.model import Job
+
+
+class MainScreen(JobActions, Screen[None]):
+    """Every job at a glance; every action one key away."""
+
+    BINDINGS = [
+        Binding("enter", "details", "Details", id="details"),
+        *JOB_BINDINGS,
+        Binding("slash", "filter", "Filter", id="filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="clear_filter"),
+    ]
+
+    def __init__(self, *, all_owners: bool) -> None:
+        super().__init__(id="main")
+        self.all_owners = all_owners
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="banner")
+        yield Input(
+            placeholder="filter by name, owner or status — Enter keeps it, Esc clears it",
+            id="filter",
+        )
+        yield JobTable(clock=self.console.store.now, all_owners=self.all_owners, id="jobs")
+        yield StatusLine(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#filter", Input).display = False
+        self.query_one("#banner", Static).display = False
+        self.table.focus()
+        self.console.main_ready()
+
+    @property
+    def table(self) -> JobTable:
+        return self.query_one(JobTable)
+
+    def selected_job(self) -> Job | None:
+        return self.table.current_job()
+
+    def show_banner(self, text: str | None) -> None:
+        banner = self.query_one("#banner", Static)
+        banner.display = text is not None
+        if text is not None:
+            banner.update(text)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_details()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self.table.filter_text = event.value
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            if not event.value:
+                event.input.display = False
+            self.table.focus()
+
+    def action_details(self) -> None:
+        """Open the job's details: every field, next runs, history."""
+        if job := self._job():
+            self.console.show_details(job)
+
+    def action_filter(self) -> None:
+        """Filter the table by name, owner or status."""
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        """Clear the filter."""
+        box = self.query_one("#filter", Input)
+        box.value = ""
+        box.display = False
+        self.table.filter_text = ""
+        self.table.focus()

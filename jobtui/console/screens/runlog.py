@@ -1,0 +1,135 @@
+"""The run log of all jobs, filterable by job and outcome."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.color import Color, ColorParseError
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Select, Static
+
+from jobtui.console import formatting as fmt
+from jobtui.console.messages import RunsLoaded
+from jobtui.core.errors import JobtuiError
+from jobtui.core.model import Outcome, Run
+
+RUN_LIMIT = 500
+
+
+class RunLogScreen(Screen[None]):
+    """Every run, latest first."""
+
+    BINDINGS = [
+        Binding("escape", "back", "Back", id="back"),
+        Binding("slash", "focus_filter", "Filter by job", id="filter"),
+        Binding("o", "focus_outcome", "Outcome", id="outcome"),
+    ]
+
+    def __init__(self, *, all_owners: bool) -> None:
+        super().__init__(id="runlog")
+        self.all_owners = all_owners
+        self.runs: list[Run] = []
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="runlog-filters"):
+            yield Input(placeholder="job name contains…", id="job-filter")
+            yield Select(
+                [(o.value, o.value) for o in Outcome],
+                prompt="any outcome",
+                id="outcome-filter",
+            )
+        yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        yield Static(id="runlog-count")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#runs", DataTable)
+        for key, label in (
+            ("job", "Job"),
+            ("scheduled", "Scheduled"),
+            ("took", "Took"),
+            ("outcome", "Outcome"),
+            ("runner", "Runner"),
+            ("error", "Error"),
+        ):
+            table.add_column(label, key=key)
+        table.focus()
+        self.load()
+        self.set_interval(2.0, self.load)
+
+    def _outcome(self) -> str | None:
+        value = self.query_one("#outcome-filter", Select).value
+        return None if value is Select.NULL else str(value)
+
+    @work(thread=True, exclusive=True, group="runlog", exit_on_error=False)
+    def load(self) -> None:
+        """Read the run log (in a thread)."""
+        store = self.app.store  # type: ignore[attr-defined]
+        try:
+            runs = store.runs(all_owners=self.all_owners, outcome=self._outcome(), limit=RUN_LIMIT)
+        except JobtuiError as exc:
+            self.post_message(RunsLoaded([], str(exc)))
+            return
+        self.post_message(RunsLoaded(runs))
+
+    def on_runs_loaded(self, message: RunsLoaded) -> None:
+        if message.error:
+            self.notify(message.error, severity="error", timeout=4)
+            return
+        self.runs = message.runs
+        self.show()
+
+    def show(self) -> None:
+        needle = self.query_one("#job-filter", Input).value.strip().lower()
+        table = self.query_one("#runs", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        shown = 0
+        for run in self.runs:
+            if needle and needle not in run.job.lower():
+                continue
+            shown += 1
+            table.add_row(
+                Text(run.job),
+                fmt.stamp(run.scheduled_for),
+                fmt.duration(run.duration),
+                Text(run.outcome.value, style=self._style(fmt.OUTCOME_VARIABLE[run.outcome])),
+                Text(run.runner or fmt.DASH),
+                Text((run.error or "").splitlines()[0] if run.error else ""),
+                key=str(run.id),
+            )
+        if shown:
+            table.move_cursor(row=min(cursor, shown - 1))
+        self.query_one("#runlog-count", Static).update(
+            f"{shown} of the latest {len(self.runs)} runs"
+        )
+
+    def _style(self, variable: str) -> str:
+        try:
+            return Color.parse(self.app.theme_variables.get(variable, "")).hex
+        except ColorParseError:
+            return "dim"
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.show()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.query_one("#runs", DataTable).focus()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        self.load()
+
+    def action_focus_filter(self) -> None:
+        """Filter the runs by job name."""
+        self.query_one("#job-filter", Input).focus()
+
+    def action_focus_outcome(self) -> None:
+        """Filter the runs by outcome."""
+        self.query_one("#outcome-filter", Select).focus()
+
+    def action_back(self) -> None:
+        """Back to the job table."""
+        self.dismiss(None)
