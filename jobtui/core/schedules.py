@@ -164,6 +164,8 @@ def check_schedule(schedule: Schedule) -> Schedule:
 def first_run(schedule: Schedule, now: datetime) -> datetime | None:
     """The first slot of a new (or re-armed) job, at or after ``now``."""
     now = aware(now)
+    if schedule.kind in ("once", "expr") and schedule.finish and schedule.finish < now:
+        return None  # the window closed before the job could run
     if schedule.kind == "once":
         when = schedule.start or now
         return _in_window(schedule, when)
