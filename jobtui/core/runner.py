@@ -1080,7 +1080,7 @@ def coalesce(
                     schedule, grid + timedelta(seconds=(k_now - 1) * schedule.every), anchor
                 )
                 if cand is not None and latest < cand <= now:
-                    skipped = k_now - k_first - 1
+                    skipped = k_now - k_first
                     latest = cand
     for _ in range(MAX_COALESCE_STEPS):
         nxt = next_slot(schedule, latest, anchor)
