@@ -115,7 +115,9 @@ class Worker:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(10)
-            raise AssertionError(f"worker {self.name} did not stop on SIGTERM:\n{self.log()}")
+            raise AssertionError(
+                f"worker {self.name} did not stop on SIGTERM:\n{self.log()}"
+            ) from None
         finally:
             self._log.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -97,7 +98,7 @@ def test_runs_due_jobs_on_time_with_bookkeeping(store: JobStore, pools: list) ->
         ledger = conn.execute(text("SELECT COUNT(*) FROM ledger WHERE job = 'tick'")).scalar()
     assert ledger == len(runs)
     slots = [r.scheduled_for for r in runs]
-    assert all((b - a).total_seconds() == pytest.approx(1.0) for a, b in zip(slots, slots[1:]))
+    assert all((b - a).total_seconds() == pytest.approx(1.0) for a, b in itertools.pairwise(slots))
     for r in runs:  # each run started on time (generous margin for a loaded machine)
         assert r.runner == pool.runner_id
         assert 0 <= (r.started - r.scheduled_for).total_seconds() < 1.0
@@ -127,7 +128,7 @@ def test_failed_run_keeps_error_text(store: JobStore, pools: list) -> None:
         )
     start_pool(pools, store)
     assert wait_for(lambda: any(r.outcome is Outcome.FAILED for r in runs_of(store, "bad")), 10)
-    failed = [r for r in runs_of(store, "bad") if r.outcome is Outcome.FAILED][0]
+    failed = next(r for r in runs_of(store, "bad") if r.outcome is Outcome.FAILED)
     assert "no_such_table" in (failed.error or "")
     job = store.get("bad")
     assert job.failures >= 1 and "no_such_table" in (job.last_error or "")
@@ -382,7 +383,7 @@ def test_two_pools_never_run_one_slot_twice(store: JobStore, pools: list) -> Non
         runs = ok_runs(store, f"j{i}")
         assert len(runs) >= 5
         assert ledger.get(f"j{i}") == len(runs)
-        for x, y in zip(runs, runs[1:]):
+        for x, y in itertools.pairwise(runs):
             assert x.finished <= y.started  # no overlap
     runners = {r.runner for i in range(6) for r in ok_runs(store, f"j{i}")}
     assert runners <= {a.runner_id, b.runner_id}
