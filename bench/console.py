@@ -1,0 +1,403 @@
+"""The console at scale: 10,000 jobs, driven headless with ``App.run_test``.
+
+Measured in one run, in this process (the app's event loop is this script's):
+
+- first full table: from entering ``run_test`` until the job table holds every
+  row and the app is idle again (the first paint is done);
+- one refresh in which 1,000 rows changed: 1,000 jobs are paused by one SQL
+  UPDATE (intent/status PAUSED, ``updated`` now) from another connection, then
+  the app's ``on_jobs_refreshed`` handler (which applies the refresh to the
+  table) is timed with ``time.perf_counter``; an event-loop probe (a task
+  sleeping 1 ms in a loop) also records the longest stall of the loop around
+  it, which includes the repaint that follows;
+- queries while nothing changes: a SQLAlchemy ``before_cursor_execute``
+  listener on ``store.engine`` counts statements over ``--idle`` seconds
+  (SELECTs, and every statement including BEGIN), plus commits/rollbacks and
+  pool checkouts (each a ping on MariaDB);
+- resident memory: psutil RSS of this process after the refresh (the app, its
+  10,000 rows, Python and the libraries), and the peak RSS.
+
+    python bench/console.py --jobs 10000 [--backends sqlite,mariadb]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import math
+import resource
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as c
+
+TARGETS = {
+    "first_table": 1.0,  # seconds
+    "refresh_loop": 0.050,  # seconds of event-loop time
+    "idle_qps": 1.0,
+    "rss_mb": 200.0,
+}
+
+
+def populate(url: str, jobs: int) -> None:
+    """``jobs`` jobs: a few templates submitted through the store, copied in batches.
+
+    A mix of schedules (every N s, cron) and states (some paused, some
+    disabled), so the table's cells are not all alike.
+    """
+    from sqlalchemy import insert, select
+
+    from jobtui.core import schema
+    from jobtui.core.model import What
+    from jobtui.core.schedules import make_schedule
+    from jobtui.core.store import open_store
+
+    store = open_store(url)
+    try:
+        if store.is_sqlite:
+            what = What("sql", "SELECT 1")
+        else:
+            with store.engine.begin() as conn:
+                conn.exec_driver_sql("DROP PROCEDURE IF EXISTS noop")
+                conn.exec_driver_sql("CREATE PROCEDURE noop() BEGIN END")
+            what = What("call", f"{c.BENCH_DB}.noop")
+        templates = [
+            ("t_every", make_schedule("every", every=3600)),
+            ("t_cron", make_schedule("cron", cron="*/5 * * * *")),
+            ("t_daily", make_schedule("cron", cron="0 3 * * *", tz="Europe/Paris")),
+        ]
+        for name, sched in templates:
+            store.submit(name, what, sched, description=f"benchmark template {name}")
+        store.pause("t_cron")
+        store.disable("t_daily")
+        with store.write() as conn:
+            rows = conn.execute(select(schema.job).order_by(schema.job.c.id)).all()
+            shapes = [{k: v for k, v in r._mapping.items() if k != "id"} for r in rows]
+            conn.execute(schema.job.delete())
+            batch = []
+            for i in range(jobs):
+                batch.append(dict(shapes[i % len(shapes)], name=f"job_{i:05d}"))
+                if len(batch) == 1000:
+                    conn.execute(insert(schema.job), batch)
+                    batch = []
+            if batch:
+                conn.execute(insert(schema.job), batch)
+    finally:
+        store.close()
+
+
+def change_rows(url: str, count: int) -> None:
+    """Pause ``count`` enabled jobs in one UPDATE, as another process would."""
+    from sqlalchemy import select, update
+
+    from jobtui.core import schema
+    from jobtui.core.store import open_store
+    from jobtui.core.timeutil import to_db, utcnow
+
+    store = open_store(url, init=False)
+    try:
+        with store.write() as conn:
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    select(schema.job.c.id)
+                    .where(schema.job.c.intent == "ENABLED")
+                    .order_by(schema.job.c.id)
+                    .limit(count)
+                )
+            ]
+            conn.execute(
+                update(schema.job)
+                .where(schema.job.c.id.in_(ids))
+                .values(intent="PAUSED", status="PAUSED", updated=to_db(utcnow()))
+            )
+    finally:
+        store.close()
+
+
+class LoopProbe:
+    """Records how late a 1 ms sleep wakes up: the event loop's stalls."""
+
+    def __init__(self) -> None:
+        self.stalls: list[tuple[float, float]] = []  # (when it ended, how long)
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            before = time.perf_counter()
+            await asyncio.sleep(0.001)
+            after = time.perf_counter()
+            self.stalls.append((after, after - before - 0.001))
+
+    def longest_between(self, t0: float, t1: float) -> float:
+        return max((d for when, d in self.stalls if t0 <= when <= t1), default=0.0)
+
+    def busy_between(self, t0: float, t1: float, threshold: float = 0.002) -> float:
+        """The loop's blocked time in [t0, t1]: every stall longer than ``threshold``."""
+        return sum(d for when, d in self.stalls if t0 <= when <= t1 and d >= threshold)
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
+class StatementCounter:
+    """Counts what the console sends through the store's engine while ``active``."""
+
+    def __init__(self, engine: Any) -> None:
+        from sqlalchemy import event
+
+        self.counts: Counter[str] = Counter()
+        self.active = False
+        self._lock = threading.Lock()
+        event.listen(engine, "before_cursor_execute", self._execute)
+        event.listen(engine, "commit", lambda conn: self._add("COMMIT"))
+        event.listen(engine, "rollback", lambda conn: self._add("ROLLBACK"))
+        event.listen(engine.pool, "checkout", lambda *a: self._add("(pool checkout)"))
+
+    def _add(self, key: str) -> None:
+        if self.active:
+            with self._lock:
+                self.counts[key] += 1
+
+    def _execute(self, conn: Any, cursor: Any, statement: str, *a: Any) -> None:
+        word = statement.lstrip().split(None, 1)[0].upper() if statement.strip() else "?"
+        self._add(word)
+
+
+async def measure_backend(url: str, label: str, args: argparse.Namespace) -> dict[str, Any]:
+    import psutil
+
+    from jobtui.console.app import make_app
+    from jobtui.core.store import open_store
+
+    result: dict[str, Any] = {"backend": label, "jobs": args.jobs}
+    store = open_store(url)
+    counter = StatementCounter(store.engine)
+    app = make_app(store, refresh=args.refresh)
+    app_class = type(app)
+    handler_times: list[tuple[int, float, float, float]] = []  # (rows, start, end, seconds)
+    original: Callable[..., Any] = app_class.on_jobs_refreshed  # type: ignore[attr-defined]
+
+    @functools.wraps(original)
+    def timed(self: Any, message: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return original(self, message)
+        finally:
+            t1 = time.perf_counter()
+            handler_times.append((len(message.changed), t0, t1, t1 - t0))
+            if args.verbose:
+                c.log(f"refresh applied: {len(message.changed)} rows in {(t1 - t0) * 1000:.1f} ms")
+
+    app_class.on_jobs_refreshed = timed  # type: ignore[attr-defined]
+    probe = LoopProbe()
+    try:
+        t_start = time.perf_counter()
+        async with app.run_test(size=(args.width, args.height)) as pilot:
+            probe.start()
+            table = app.main_screen.table  # type: ignore[attr-defined]
+            deadline = time.perf_counter() + args.timeout
+            while table.row_count < args.jobs and time.perf_counter() < deadline:
+                await asyncio.sleep(0.005)
+            await pilot.pause()
+            result["first_table"] = (
+                time.perf_counter() - t_start if table.row_count >= args.jobs else math.nan
+            )
+            result["rows_shown"] = table.row_count
+            full = [h for h in handler_times if h[0] >= args.jobs]
+            result["first_handler"] = full[0][3] if full else math.nan
+            c.log(f"{label}: first full table after {result['first_table']:.3f} s")
+            await asyncio.sleep(2 * args.refresh)  # let the first ticks settle
+
+            # One refresh in which args.changed rows changed.
+            seen = len(handler_times)
+            await asyncio.to_thread(change_rows, url, args.changed)
+            deadline = time.perf_counter() + args.timeout
+            hit = None
+            while hit is None and time.perf_counter() < deadline:
+                await asyncio.sleep(0.01)
+                hit = next((h for h in handler_times[seen:] if h[0] >= args.changed), None)
+            # The table re-measures columns and repaints when the app is idle: wait for
+            # that, then a little more, and add up every stall of the loop since the handler.
+            await pilot.pause()
+            await asyncio.sleep(0.3)
+            settled = time.perf_counter()
+            if hit is not None:
+                result["refresh_handler"] = hit[3]
+                result["refresh_loop"] = max(hit[3], probe.busy_between(hit[1], settled))
+                result["refresh_stall"] = max(hit[3], probe.longest_between(hit[1], settled))
+                result["refresh_wall"] = settled - 0.3 - hit[1]
+                paused = sum(1 for j in table.jobs.values() if j.intent == "PAUSED")
+                result["paused_seen"] = paused
+            else:
+                for key in ("refresh_handler", "refresh_loop", "refresh_stall", "refresh_wall"):
+                    result[key] = math.nan
+            c.log(f"{label}: {args.changed}-row refresh applied")
+            # Idle: nothing changes; count what the console asks.
+            await asyncio.sleep(args.refresh)
+            counter.counts.clear()
+            counter.active = True
+            t0 = time.perf_counter()
+            await asyncio.sleep(args.idle)
+            counter.active = False
+            elapsed = time.perf_counter() - t0
+            counts = dict(counter.counts)
+            result["idle_counts"] = counts
+            result["idle_seconds"] = elapsed
+            result["idle_qps"] = counts.get("SELECT", 0) / elapsed
+            result["idle_statements_ps"] = (
+                sum(v for k, v in counts.items() if not k.startswith("(")) / elapsed
+            )
+            result["idle_checkouts_ps"] = counts.get("(pool checkout)", 0) / elapsed
+            result["rss_mb"] = psutil.Process().memory_info().rss / 2**20
+            result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            probe.stop()
+            c.log(f"{label}: idle counted; quitting")
+            await pilot.press("q")
+    finally:
+        app_class.on_jobs_refreshed = original  # type: ignore[attr-defined]
+        store.close()
+    return result
+
+
+def verdict(value: float, target: float) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    return "yes" if value <= target else "NO"
+
+
+def render(results: list[dict[str, Any]], header: list[str], args: argparse.Namespace) -> str:
+    out = list(header)
+    out.append("")
+    rows = []
+    for r in results:
+        label = f"{r['backend']} ({r['jobs']} jobs)"
+        rows += [
+            [
+                label,
+                "first full table (s)",
+                f"{r['first_table']:.3f}",
+                f"<= {TARGETS['first_table']:g}",
+                verdict(r["first_table"], TARGETS["first_table"]),
+            ],
+            [
+                label,
+                "  of which the first refresh handler (ms)",
+                c.ms(r.get("first_handler", math.nan)),
+                "",
+                "",
+            ],
+            [
+                label,
+                f"{args.changed}-row refresh: event-loop time (ms)",
+                c.ms(r["refresh_loop"]),
+                f"<= {TARGETS['refresh_loop'] * 1000:g}",
+                verdict(r["refresh_loop"], TARGETS["refresh_loop"]),
+            ],
+            [
+                label,
+                "  of which on_jobs_refreshed (ms)",
+                c.ms(r["refresh_handler"]),
+                "",
+                "",
+            ],
+            [label, "  longest single stall (ms)", c.ms(r["refresh_stall"]), "", ""],
+            [label, "  until idle again, wall clock (ms)", c.ms(r["refresh_wall"]), "", ""],
+            [
+                label,
+                "idle queries/s (SELECT)",
+                f"{r['idle_qps']:.2f}",
+                f"<= {TARGETS['idle_qps']:g}",
+                verdict(r["idle_qps"], TARGETS["idle_qps"]),
+            ],
+            [
+                label,
+                "  idle statements/s (all, incl. BEGIN)",
+                f"{r['idle_statements_ps']:.2f}",
+                "",
+                "",
+            ],
+            [label, "  idle pool checkouts/s", f"{r['idle_checkouts_ps']:.2f}", "", ""],
+            [
+                label,
+                "resident memory (MB)",
+                f"{r['rss_mb']:.0f}",
+                f"<= {TARGETS['rss_mb']:g}",
+                verdict(r["rss_mb"], TARGETS["rss_mb"]),
+            ],
+            [label, "  peak resident memory (MB)", f"{r['peak_rss_mb']:.0f}", "", ""],
+        ]
+    out.append(c.table(["backend", "measure", "value", "target", "met"], rows))
+    for r in results:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(r["idle_counts"].items()))
+        out.append(f"{r['backend']}: idle {r['idle_seconds']:.1f} s sent: {counts or 'nothing'}")
+    return "\n".join(out)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--jobs", type=int, default=10_000)
+    p.add_argument("--changed", type=int, default=1_000, help="rows changed in one refresh")
+    p.add_argument("--backends", default="sqlite", help="sqlite, mariadb or sqlite,mariadb")
+    p.add_argument("--refresh", type=float, default=1.0, help="the console's --refresh")
+    p.add_argument("--idle", type=float, default=10.0, help="seconds of idle counting")
+    p.add_argument("--width", type=int, default=160)
+    p.add_argument("--height", type=int, default=48)
+    p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--server", default=None, help="MariaDB URL without database")
+    p.add_argument("--verbose", action="store_true", help="log every refresh the app applies")
+    args = p.parse_args(argv)
+    args.backend_list = [b.strip() for b in args.backends.split(",") if b.strip()]
+    bad = [b for b in args.backend_list if b not in ("sqlite", "mariadb")]
+    if bad or not args.backend_list:
+        p.error(f"invalid --backends {args.backends!r}: accepted are sqlite, mariadb")
+    if args.jobs < 1 or not 1 <= args.changed <= args.jobs:
+        p.error("--jobs must be >= 1 and --changed between 1 and --jobs")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    server = c.server_url(args.server) if "mariadb" in args.backend_list else None
+    header = [*c.machine_lines(server), f"jobtui revision: {c.git_revision()}"]
+    header.append(
+        f"settings: {args.jobs} jobs, {args.changed} changed in one refresh, --refresh "
+        f"{args.refresh}, terminal {args.width}x{args.height}, idle window {args.idle} s"
+    )
+    results = []
+    for backend in args.backend_list:
+        if backend == "sqlite":
+            tmp = tempfile.mkdtemp(prefix="jobtui-console-bench-")
+            url = f"sqlite:///{tmp}/jobtui.db"
+        else:
+            assert server is not None
+            c.recreate_database(server)
+            url = c.db_url(server)
+        try:
+            c.log(f"{backend}: creating {args.jobs} jobs")
+            populate(url, args.jobs)
+            c.log(f"{backend}: driving the console")
+            results.append(asyncio.run(measure_backend(url, backend, args)))
+            c.log(f"{backend}: done")
+        finally:
+            if backend == "mariadb" and server is not None:
+                c.drop_database(server)
+    print(render(results, header, args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,608 @@
+"""Dispatch on time: jobtui against MariaDB's Event Scheduler and APScheduler 3.x.
+
+Each system in turn fires N jobs every second for T seconds on the whole-second
+grid (the first slot is a whole second a few seconds ahead, the last is T - 1
+seconds later). Every firing inserts (system, job, NOW(6)) into the table
+``jobtui_bench.ledger``. Lateness is measured the same way for every system:
+the ledger time minus the nominal slot, the start of the whole second the
+firing landed in. For jobtui the run log adds the exact figure
+(``started - scheduled_for``) and the ledger time minus the run's own slot.
+
+    python bench/dispatch.py --jobs 100,1000,3000 --seconds 20
+
+Systems (``--systems``, default all):
+
+- ``jobtui``: one ``python -m jobtui.core.runner`` process; each job is
+  ``call jobtui_bench.fire(<job no>)``, ``every 1`` from the first slot;
+- ``jobtui2``: the same with two worker processes;
+- ``events``: MariaDB's Event Scheduler, N events ``EVERY 1 SECOND STARTS
+  <first slot>`` whose body is the insert (the scheduler is switched back to
+  its former state afterwards);
+- ``apscheduler``: APScheduler 3.x, BackgroundScheduler with an
+  SQLAlchemyJobStore in ``jobtui_bench``, a thread pool, interval trigger 1 s,
+  ``misfire_grace_time=None``, ``coalesce=False``; each firing inserts through
+  a pooled connection.
+
+CPU seconds are measured with psutil over the measured window: the worker (or
+APScheduler) process, and the mariadbd process (the only CPU the Event
+Scheduler uses). The database ``jobtui_bench`` is created for each system and
+dropped at the end (``--keep`` leaves the last one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as c
+
+SYSTEMS = ("jobtui", "jobtui2", "events", "apscheduler")
+
+
+@dataclass
+class Result:
+    system: str
+    jobs: int
+    seconds: int
+    processes: int
+    report: c.LedgerReport | None = None
+    client_cpu: float = math.nan
+    server_cpu: float = math.nan
+    note: str = ""
+    # jobtui only: from the run log
+    runlog: c.Spread | None = None
+    slot_to_ledger: c.Spread | None = None
+    runs_ok: int = 0
+    runs_failed: int = 0
+    skipped_slots: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------- jobtui
+
+
+def _ledger_proc(conn: Any, system: str) -> None:
+    c.create_ledger(conn)
+    with conn.cursor() as cur:
+        cur.execute(
+            "CREATE PROCEDURE fire(IN job_no INT) "
+            "INSERT INTO ledger (system, job, fired) VALUES (%s, job_no, NOW(6))",
+            (system,),
+        )
+
+
+def submit_jobtui_jobs(url: str, jobs: int, start: datetime, seconds: int) -> None:
+    """N jobs ``call jobtui_bench.fire(i)`` every 1 s from ``start``, last slot start+T-1.
+
+    The first goes through ``JobStore.submit`` (so it is validated exactly as
+    a user's job); the rest are copies of its row that differ only in name and
+    argument, inserted in one batch so that setting up 3,000 jobs takes a
+    moment rather than 20 seconds.
+    """
+    from sqlalchemy import insert, select
+
+    from jobtui.core import schema
+    from jobtui.core.model import What
+    from jobtui.core.schedules import make_schedule
+    from jobtui.core.store import open_store
+
+    store = open_store(url)
+    try:
+        finish = start + timedelta(seconds=seconds - 0.5)
+        sched = make_schedule("every", every=1, start=start, finish=finish)
+        store.submit("bench_0", What("call", f"{c.BENCH_DB}.fire", ("0",)), sched)
+        with store.write() as conn:
+            row = conn.execute(select(schema.job).where(schema.job.c.name == "bench_0")).one()
+            template = {k: v for k, v in row._mapping.items() if k != "id"}
+            batch = []
+            for i in range(1, jobs):
+                values = dict(template)
+                values["name"] = f"bench_{i}"
+                values["what_args"] = json.dumps([str(i)])
+                batch.append(values)
+                if len(batch) == 500:
+                    conn.execute(insert(schema.job), batch)
+                    batch = []
+            if batch:
+                conn.execute(insert(schema.job), batch)
+    finally:
+        store.close()
+
+
+def start_workers(url: str, count: int, threads: int, poll: float, logdir: Path) -> list[Any]:
+    procs = []
+    for i in range(count):
+        log = open(logdir / f"worker{i}.log", "wb")  # noqa: SIM115 - closed with the process
+        cmd = [
+            sys.executable,
+            "-m",
+            "jobtui.core.runner",
+            "--db",
+            url,
+            "--threads",
+            str(threads),
+            "--poll",
+            str(poll),
+            "--name",
+            f"bench{i}",
+        ]
+        procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=c.REPO))
+        procs[-1].logfile = log  # type: ignore[attr-defined]
+    return procs
+
+
+def wait_registered(conn: Any, procs: list[Any], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for p in procs:
+            if p.poll() is not None:
+                raise RuntimeError(f"worker exited with code {p.returncode} before registering")
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT COUNT(*) FROM jobtui_runner")
+                if int(cur.fetchone()[0]) >= len(procs):
+                    return
+        except Exception:  # the table may not exist yet
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"workers did not register within {timeout:.0f} s")
+
+
+def stop_processes(procs: list[Any], timeout: float = 30.0) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        log = getattr(p, "logfile", None)
+        if log is not None:
+            log.close()
+
+
+def run_jobtui(
+    server: str, jobs: int, seconds: int, processes: int, args: argparse.Namespace
+) -> Result:
+    system = "jobtui" if processes == 1 else f"jobtui{processes}"
+    result = Result(system, jobs, seconds, processes)
+    url = c.db_url(server)
+    c.recreate_database(server)
+    conn = c.admin_connect(server, c.BENCH_DB)
+    _ledger_proc(conn, system)
+    from jobtui.core.store import open_store
+
+    open_store(url).close()  # the tables, before the workers start
+    logdir = Path(tempfile.mkdtemp(prefix="jobtui-bench-"))
+    procs = start_workers(url, processes, args.threads, args.poll, logdir)
+    try:
+        wait_registered(conn, procs)
+        start = c.next_whole_second(args.lead)
+        submit_jobtui_jobs(url, jobs, start, seconds)
+        if datetime.now(UTC) > start - timedelta(seconds=max(args.poll, 0.5)):
+            result.note = "setup overran the first slot"
+        _measure(result, conn, [_ps(p.pid) for p in procs], start, args)
+    finally:
+        stop_processes(procs)
+    for p in procs:
+        if p.returncode not in (0, None, -signal.SIGTERM):
+            result.note = (result.note + f" worker exit {p.returncode}").strip()
+    _jobtui_runlog(result, conn, start)
+    conn.close()
+    result.extra["logs"] = str(logdir)
+    return result
+
+
+def _jobtui_runlog(result: Result, conn: Any, start: datetime) -> None:
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT j.what_args, r.scheduled_for, r.started, r.outcome, r.skipped "
+            "FROM jobtui_run r JOIN jobtui_job j ON j.id = r.job_id "
+            "ORDER BY r.job_id, r.scheduled_for"
+        )
+        runs = cur.fetchall()
+    late = []
+    slots: dict[int, list[datetime]] = defaultdict(list)
+    for what_args, scheduled, started, outcome, skipped in runs:
+        job_no = int(json.loads(what_args)[0])
+        result.skipped_slots += int(skipped or 0) if outcome == "skipped" else 0
+        if outcome == "ok":
+            result.runs_ok += 1
+            if started is not None:
+                late.append((started - scheduled).total_seconds())
+            slots[job_no].append(scheduled)
+        elif outcome == "failed":
+            result.runs_failed += 1
+    result.runlog = c.Spread.of(late)
+    # The k-th ledger firing of a job is the k-th successful run of that job.
+    fired: dict[int, list[datetime]] = defaultdict(list)
+    for job, when in c.ledger_rows(conn, result.system):
+        fired[job].append(when)
+    exact = []
+    for job, times in fired.items():
+        for when, slot in zip(times, slots.get(job, []), strict=False):
+            exact.append((when - slot).total_seconds())
+    result.slot_to_ledger = c.Spread.of(exact)
+
+
+# ---------------------------------------------------------------------- events
+
+
+def run_events(server: str, jobs: int, seconds: int, args: argparse.Namespace) -> Result:
+    result = Result("events", jobs, seconds, 1)
+    c.recreate_database(server)
+    conn = c.admin_connect(server, c.BENCH_DB)
+    c.create_ledger(conn)
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@GLOBAL.event_scheduler")
+        before = str(cur.fetchone()[0])
+        cur.execute("SET GLOBAL event_scheduler = OFF")
+    start = c.next_whole_second(args.lead + jobs * 0.002)
+    last = start + timedelta(seconds=seconds - 1)  # ENDS is inclusive
+    try:
+        with conn.cursor() as cur:
+            for i in range(jobs):
+                cur.execute(
+                    f"CREATE EVENT e{i} ON SCHEDULE EVERY 1 SECOND STARTS %s ENDS %s "
+                    "ON COMPLETION PRESERVE DO "
+                    f"INSERT INTO ledger (system, job, fired) VALUES ('events', {i}, NOW(6))",
+                    (start.replace(tzinfo=None), last.replace(tzinfo=None)),
+                )
+            if datetime.now(UTC) > start - timedelta(seconds=1):
+                result.note = "setup overran the first slot"
+            cur.execute("SET GLOBAL event_scheduler = ON")
+        _measure(result, conn, [], start, args)
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"SET GLOBAL event_scheduler = {'ON' if before == 'ON' else 'OFF'}")
+            for i in range(jobs):
+                cur.execute(f"DROP EVENT IF EXISTS e{i}")
+    conn.close()
+    return result
+
+
+# ---------------------------------------------------------------------- APScheduler
+
+
+def run_apscheduler(server: str, jobs: int, seconds: int, args: argparse.Namespace) -> Result:
+    result = Result("apscheduler", jobs, seconds, 1)
+    try:
+        import apscheduler  # noqa: F401
+    except ImportError:
+        result.note = "APScheduler not installed (pip install -e .[bench])"
+        return result
+    c.recreate_database(server)
+    conn = c.admin_connect(server, c.BENCH_DB)
+    c.create_ledger(conn)
+    start = c.next_whole_second(args.lead + 2 + jobs * 0.006)
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child-apscheduler",
+        "--server",
+        server,
+        "--jobs",
+        str(jobs),
+        "--seconds",
+        str(seconds),
+        "--threads",
+        str(args.threads),
+        "--start",
+        str(start.timestamp()),
+    ]
+    child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=c.REPO)
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        line = child.stdout.readline().decode().strip()
+        if line != "ready":
+            raise RuntimeError(f"APScheduler child failed to start ({line!r})")
+        if datetime.now(UTC) > start - timedelta(seconds=0.5):
+            result.note = "setup overran the first slot"
+        _measure(result, conn, [_ps(child.pid)], start, args)
+    finally:
+        if child.stdin is not None:
+            child.stdin.close()
+        try:
+            child.wait(30)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+    conn.close()
+    return result
+
+
+def apscheduler_child(args: argparse.Namespace) -> int:
+    """Runs inside the APScheduler process: add the jobs, run them, stop when stdin closes."""
+    from apscheduler.executors.pool import ThreadPoolExecutor
+    from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+    from apscheduler.schedulers.background import BackgroundScheduler
+    from apscheduler.triggers.interval import IntervalTrigger
+    from sqlalchemy import create_engine
+
+    url = c.db_url(args.server)
+    global _AP_ENGINE
+    _AP_ENGINE = create_engine(
+        url,
+        pool_size=args.threads,
+        max_overflow=args.threads,
+        connect_args={"init_command": "SET time_zone = '+00:00'", "autocommit": True},
+    )
+    start = datetime.fromtimestamp(args.start, UTC)
+    end = start + timedelta(seconds=args.seconds - 0.5)
+    scheduler = BackgroundScheduler(
+        jobstores={"default": SQLAlchemyJobStore(url=url)},
+        executors={"default": ThreadPoolExecutor(args.threads)},
+        job_defaults={"misfire_grace_time": None, "coalesce": False},
+        timezone=UTC,
+    )
+    # Open the pool's connections now, as a long-running scheduler would have them.
+    warm = [_AP_ENGINE.connect() for _ in range(args.threads)]
+    for conn in warm:
+        conn.exec_driver_sql("SELECT 1")
+    for conn in warm:
+        conn.close()
+    scheduler.start(paused=True)
+    for i in range(args.job_counts[0]):
+        scheduler.add_job(
+            ap_fire,
+            IntervalTrigger(seconds=1, start_date=start, end_date=end, timezone=UTC),
+            args=[i],
+            id=f"j{i}",
+            misfire_grace_time=None,
+            coalesce=False,
+        )
+    scheduler.resume()
+    print("ready", flush=True)
+    sys.stdin.read()  # the parent closes our stdin when the measurement is over
+    scheduler.shutdown(wait=False)
+    _AP_ENGINE.dispose()
+    return 0
+
+
+_AP_ENGINE: Any = None
+
+
+def ap_fire(job_no: int) -> None:
+    """One APScheduler firing: the ledger insert through a pooled connection."""
+    with _AP_ENGINE.connect() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO ledger (system, job, fired) VALUES ('apscheduler', %s, NOW(6))",
+            (job_no,),
+        )
+        conn.commit()
+
+
+# ---------------------------------------------------------------------- measuring
+
+
+def _ps(pid: int) -> Any:
+    import psutil
+
+    return psutil.Process(pid)
+
+
+def _measure(
+    result: Result, conn: Any, client: list[Any], start: datetime, args: argparse.Namespace
+) -> None:
+    """From the first slot until every firing is in (or the drain time is over)."""
+    server = c.mariadb_process()
+    client_meter = c.CpuMeter(client)
+    server_meter = c.CpuMeter([server] if server is not None else [])
+    c.sleep_until(start)
+    client_meter.start()
+    server_meter.start()
+    expected = result.jobs * result.seconds
+    c.sleep_until(start + timedelta(seconds=result.seconds - 1))
+    deadline = start + timedelta(seconds=result.seconds + args.drain)
+    while datetime.now(UTC) < deadline:
+        if c.ledger_count(conn, result.system) >= expected:
+            break
+        time.sleep(0.25)
+    result.client_cpu = client_meter.stop() if client else 0.0
+    result.server_cpu = server_meter.stop() if server is not None else math.nan
+    rows = c.ledger_rows(conn, result.system)
+    result.report = c.analyse_ledger(rows, result.jobs, start, result.seconds)
+    c.log(
+        f"{result.system} N={result.jobs}: {result.report.done}/{expected} firings, "
+        f"p99 {c.ms(result.report.lateness.p99)} ms"
+    )
+
+
+# ---------------------------------------------------------------------- output
+
+
+def render(results: list[Result], header: list[str], args: argparse.Namespace) -> str:
+    out = list(header)
+    out.append(
+        f"settings: {args.seconds} s per run, jobtui --threads {args.threads} --poll {args.poll}, "
+        f"APScheduler pool {args.threads} threads"
+    )
+    out.append("")
+    out.append(
+        "Lateness = ledger NOW(6) minus the start of the whole second the firing landed in "
+        "(the same measure for every system); ms."
+    )
+    rows = []
+    for r in results:
+        rep = r.report
+        if rep is None:
+            rows.append([r.jobs, r.system, r.processes, r.jobs * r.seconds] + ["-"] * 9 + [r.note])
+            continue
+        total_cpu = (r.client_cpu if not math.isnan(r.client_cpu) else 0.0) + (
+            r.server_cpu if not math.isnan(r.server_cpu) else 0.0
+        )
+        rows.append(
+            [
+                r.jobs,
+                r.system,
+                r.processes,
+                rep.expected,
+                rep.done,
+                rep.missed,
+                rep.slipped,
+                c.ms(rep.lateness.p50),
+                c.ms(rep.lateness.p99),
+                c.ms(rep.lateness.max),
+                f"{r.client_cpu:.2f}",
+                f"{r.server_cpu:.2f}",
+                f"{total_cpu / rep.done * 1000:.2f}" if rep.done else "-",
+                r.note,
+            ]
+        )
+    out.append(
+        c.table(
+            [
+                "N",
+                "system",
+                "procs",
+                "expected",
+                "done",
+                "missed",
+                "slipped",
+                "p50",
+                "p99",
+                "max",
+                "client CPU s",
+                "server CPU s",
+                "CPU ms/firing",
+                "note",
+            ],
+            rows,
+        )
+    )
+    jt = [r for r in results if r.system.startswith("jobtui") and r.runlog is not None]
+    if jt:
+        out.append("")
+        out.append(
+            "jobtui's own run log: started - scheduled_for, and ledger NOW(6) - the run's "
+            "scheduled_for (k-th ledger row of a job = its k-th ok run); ms."
+        )
+        jrows = []
+        for r in jt:
+            assert r.runlog is not None and r.slot_to_ledger is not None
+            jrows.append(
+                [
+                    r.jobs,
+                    r.system,
+                    r.runs_ok,
+                    r.runs_failed,
+                    r.skipped_slots,
+                    c.ms(r.runlog.p50),
+                    c.ms(r.runlog.p99),
+                    c.ms(r.runlog.max),
+                    c.ms(r.slot_to_ledger.p50),
+                    c.ms(r.slot_to_ledger.p99),
+                    c.ms(r.slot_to_ledger.max),
+                ]
+            )
+        out.append(
+            c.table(
+                [
+                    "N",
+                    "system",
+                    "runs ok",
+                    "failed",
+                    "skipped slots",
+                    "start p50",
+                    "start p99",
+                    "start max",
+                    "ledger p50",
+                    "ledger p99",
+                    "ledger max",
+                ],
+                jrows,
+            )
+        )
+    return "\n".join(out)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--jobs", default="100", help="N, or several: 100,1000,3000")
+    p.add_argument("--seconds", type=int, default=20, help="slots per job (T)")
+    p.add_argument(
+        "--systems", default=",".join(SYSTEMS), help="comma list of " + ", ".join(SYSTEMS)
+    )
+    p.add_argument(
+        "--threads", type=int, default=10, help="jobtui threads per worker, APScheduler pool"
+    )
+    p.add_argument("--poll", type=float, default=1.0, help="jobtui worker --poll")
+    p.add_argument("--lead", type=float, default=3.0, help="seconds between setup and first slot")
+    p.add_argument("--drain", type=float, default=5.0, help="seconds to wait after the last slot")
+    p.add_argument("--server", default=None, help="MariaDB URL without database")
+    p.add_argument("--keep", action="store_true", help="leave the jobtui_bench database")
+    p.add_argument("--child-apscheduler", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--start", type=float, default=0.0, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    try:
+        args.job_counts = [int(x) for x in str(args.jobs).split(",") if x.strip()]
+    except ValueError:
+        p.error(f"invalid --jobs {args.jobs!r}: expected whole numbers such as 100,1000,3000")
+    if not args.job_counts or min(args.job_counts) < 1:
+        p.error(f"invalid --jobs {args.jobs!r}: expected whole numbers >= 1")
+    if args.seconds < 2:
+        p.error("--seconds must be at least 2")
+    args.system_list = [s.strip() for s in args.systems.split(",") if s.strip()]
+    unknown = [s for s in args.system_list if s not in SYSTEMS]
+    if unknown:
+        p.error(f"unknown system(s) {', '.join(unknown)}: accepted are {', '.join(SYSTEMS)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    args.server = c.server_url(args.server)
+    if args.child_apscheduler:
+        return apscheduler_child(args)
+    header = [*c.machine_lines(args.server), f"jobtui revision: {c.git_revision()}"]
+    results: list[Result] = []
+    status = 0
+    try:
+        for jobs in args.job_counts:
+            for system in args.system_list:
+                c.log(f"running {system} with N={jobs} for {args.seconds} s")
+                try:
+                    results.append(run_system(system, jobs, args))
+                except Exception as exc:  # one system failing still prints the others
+                    c.log(f"{system} N={jobs} failed: {type(exc).__name__}: {exc}")
+                    failed = Result(system, jobs, args.seconds, 0)
+                    failed.note = f"failed: {type(exc).__name__}: {exc}"[:120]
+                    results.append(failed)
+                    status = 1
+    finally:
+        if not args.keep:
+            c.drop_database(args.server)
+    print(render(results, header, args))
+    return status
+
+
+def run_system(system: str, jobs: int, args: argparse.Namespace) -> Result:
+    if system == "jobtui":
+        return run_jobtui(args.server, jobs, args.seconds, 1, args)
+    if system == "jobtui2":
+        return run_jobtui(args.server, jobs, args.seconds, 2, args)
+    if system == "events":
+        return run_events(args.server, jobs, args.seconds, args)
+    return run_apscheduler(args.server, jobs, args.seconds, args)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
