@@ -164,6 +164,8 @@ def check_sql(statement: str) -> str:
     if len(statement) > MAX_SQL_LENGTH:
         raise InvalidInput(f"SQL statement too long: at most {MAX_SQL_LENGTH} characters")
     body = strip_trailing_semicolon(statement)
+    if not body:
+        raise InvalidInput("empty SQL statement: --sql takes one SQL statement")
     if _has_unquoted_semicolon(body):
         raise InvalidInput(
             "more than one SQL statement: --sql takes exactly one (wrap several in a "
