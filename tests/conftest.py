@@ -41,7 +41,7 @@ def _mysql_reachable() -> str | None:
     return None
 
 
-_reason: str | None | bool = False
+_reason: str | bool | None = False
 
 
 def mysql_unreachable_reason() -> str | None:
