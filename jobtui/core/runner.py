@@ -814,7 +814,12 @@ class RunnerPool:
         with self._txn(conn) as c:
             c.execute(
                 update(r)
-                .where(r.c.id == run.run_id, r.c.outcome == Outcome.RUNNING.value)
+                # A reaper may have called it lost while we were cut off: we know better.
+                .where(
+                    r.c.id == run.run_id,
+                    r.c.runner == self.runner_id,
+                    r.c.outcome.in_([Outcome.RUNNING.value, Outcome.LOST.value]),
+                )
                 .values(
                     outcome=outcome.value,
                     finished=to_db(finished),
