@@ -1288,3 +1288,70 @@ def test_identifier_limits_are_inclusive(mariadb_url: str) -> None:
         assert job.name == "j" * 64
     finally:
         s.close()
+
+
+# ---------------------------------------------------------------------- housekeeping, refresh
+
+
+def test_prune_runs_keeps_the_newest_and_the_running(cstore: JobStore) -> None:
+    a = sql_every(cstore, "a")
+    b = sql_every(cstore, "b")
+    for i in range(5):
+        add_run(cstore, a, T0 + timedelta(minutes=i), "ok", error=f"a{i}")
+    add_run(cstore, a, T0 - timedelta(days=1), "running", error="old but in flight")
+    for i in range(2):
+        add_run(cstore, b, T0 + timedelta(minutes=i), "failed", error=f"b{i}")
+    assert cstore.prune_runs(keep=2) == 3
+    assert [r.error for r in cstore.runs("a")] == ["a4", "a3", "old but in flight"]
+    assert [r.error for r in cstore.runs("b")] == ["b1", "b0"]
+    assert cstore.prune_runs(keep=0, job_id=b.id) == 2
+    assert cstore.runs("b") == []
+    assert len(cstore.runs("a")) == 3
+    for bad in (-1, "3", 1.5, True):
+        with pytest.raises(InvalidInput, match="keep"):
+            cstore.prune_runs(keep=bad)  # type: ignore[arg-type]
+
+
+def test_jobs_changed_since(cstore: JobStore, clock: FakeClock) -> None:
+    sql_every(cstore, "old")
+    mark = clock.now
+    clock.advance(1)
+    sql_every(cstore, "new")
+    clock.advance(1)
+    cstore.pause("old")
+    assert {j.name for j in cstore.jobs_changed_since(None)} == {"old", "new"}
+    assert {j.name for j in cstore.jobs_changed_since(mark)} == {"old", "new"}
+    assert {j.name for j in cstore.jobs_changed_since(mark + timedelta(seconds=1))} == {"old"}
+    assert cstore.jobs_changed_since(clock.now) == []
+    assert len(cstore.job_ids()) == 2
+
+
+def test_runners_listing(cstore: JobStore) -> None:
+    with cstore.engine.begin() as conn:
+        conn.execute(
+            insert(schema.runner).values(
+                id="host-a:1:abc",
+                name="w1",
+                host="host-a",
+                pid=1,
+                threads=4,
+                connection_id=None,
+                started=to_db(T0),
+                heartbeat=to_db(T0 + timedelta(seconds=30)),
+                stopping=False,
+            )
+        )
+    (info,) = cstore.runners()
+    assert (info.id, info.name, info.threads, info.stopping) == ("host-a:1:abc", "w1", 4, False)
+    assert info.heartbeat == T0 + timedelta(seconds=30)
+    assert info.alive(T0 + timedelta(seconds=40), timeout=15)
+    assert not info.alive(T0 + timedelta(seconds=46), timeout=15)
+
+
+def test_remove_of_a_running_job_asks_for_abort_first(cstore: JobStore) -> None:
+    job = sql_every(cstore, "busy")
+    set_columns(cstore, job.id, running=True, runner_id="gone-runner")
+    removed = cstore.remove("busy", wait=0.3)  # nobody finishes it: removed after the wait
+    assert removed.id == job.id
+    with pytest.raises(JobNotFound):
+        cstore.get("busy")

@@ -946,6 +946,9 @@ class JobStore:
     @_db_errors
     def prune_runs(self, *, keep: int = 1000, job_id: int | None = None) -> int:
         """Delete all but the ``keep`` newest finished runs of each job (or one job)."""
+        self._check_writable()
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+            raise InvalidInput(f"invalid keep {keep!r}: expected a whole number, 0 or more")
         r = schema.run
         deleted = 0
         with self.write() as conn:
