@@ -38,6 +38,7 @@ EXIT_OK = 0
 EXIT_DB = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports it
 
 
 class UsageError(Exception):
@@ -370,7 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader went away (`jobtui list | head -1`): nothing more to say.
         _silence_stdout()
-        return EXIT_DB
+        return EXIT_BROKEN_PIPE
     except Exception as exc:
         from sqlalchemy.exc import SQLAlchemyError
 

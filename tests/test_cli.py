@@ -578,3 +578,19 @@ def test_run_foreground_runs_a_once_job(sqlite_url: str, cli_for) -> None:  # ty
     assert _job(sqlite_url, "once").status.value == "FINISHED"
     proc = cli("run", "nope", ok=False)
     assert proc.returncode == 2 and "unknown job 'nope'" in proc.stderr
+
+
+def test_closed_stdout_exits_quietly(sqlite_url: str, tmp_path: Path) -> None:
+    """`jobtui list | head -0`: no traceback, no 'Exception ignored', exit 141."""
+    _setup(sqlite_url, ("a", SQL, ONCE))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jobtui", "--db", sqlite_url, "list", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(tmp_path),
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # long before the process has imported anything
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 141 and err == ""
