@@ -651,6 +651,9 @@ def test_abort_of_a_running_job_requests_the_kill(cstore: JobStore) -> None:
         True,
     )
     assert_status_derived(cstore, aborted)
+    with pytest.raises(InvalidInput, match="running now"):
+        cstore.run_now("busy")  # the runner would drop it when this run ends
+    assert cstore.get("busy").run_now is False
     # the runner finishes the run and clears running: the phase shows
     set_columns(cstore, job.id, running=False, abort_requested=False)
     assert cstore.get("busy").status is Status.PAUSED
@@ -672,6 +675,7 @@ def test_finished_job(cstore: JobStore, clock: FakeClock) -> None:
     assert cstore.get("one").status is Status.FINISHED
     with pytest.raises(InvalidInput, match="FINISHED"):
         cstore.pause("one")
+    assert cstore.abort("one").status is Status.FINISHED  # nothing to abort
     assert cstore.disable("one").status is Status.FINISHED  # FINISHED outranks intent
     clock.advance(5)
     again = cstore.enable("one")

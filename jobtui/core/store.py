@@ -580,6 +580,8 @@ class JobStore:
         """Stop the run in flight (if any) and stop the schedule until resume/enable/run-now."""
 
         def fn(conn: Connection, row: Row[Any], job: Job, now: datetime) -> dict[str, Any]:
+            if row.phase == "FINISHED" and not row.running:
+                return {"run_now": False}  # no run and no schedule left to stop
             values: dict[str, Any] = {"phase": "ABORTED", "run_now": False}
             if row.running:
                 values["abort_requested"] = True
@@ -589,8 +591,21 @@ class JobStore:
 
     @_db_errors
     def run_now(self, name: str, *, owner: str | None = None) -> Job:
-        """Ask a runner to run the job once, now, whatever its status (DBMS_JOB.RUN)."""
-        return self._steer(name, owner, lambda c, r, j, n: {"run_now": True})
+        """Ask a runner to run the job once, now, whatever its status (DBMS_JOB.RUN).
+
+        Refused while the job is running: the runner would drop the request when
+        the run in flight finishes, so the operator is told instead.
+        """
+
+        def fn(conn: Connection, row: Row[Any], job: Job, now: datetime) -> dict[str, Any]:
+            if row.running:
+                raise InvalidInput(
+                    f"job {name!r} is running now: run-now starts a run only when none is in "
+                    "flight; try again when it has finished (or abort it)"
+                )
+            return {"run_now": True}
+
+        return self._steer(name, owner, fn)
 
     @_db_errors
     def broken(
