@@ -27,7 +27,15 @@ if str(REPO) not in sys.path:  # run as `python bench/x.py` from anywhere
 from jobtui.core.db import mask_url, parse_url  # noqa: E402
 
 DEFAULT_SERVER = "mysql+pymysql://root@127.0.0.1:3306"
-BENCH_DB = "jobtui_bench"
+BENCH_DB = "jobtui_bench"  # the scripts' --database sets it (the smoke tests use their own)
+
+
+def use_database(name: str) -> None:
+    """Work in database ``name`` instead of jobtui_bench (it is created and dropped)."""
+    from jobtui.core.model import check_identifier
+
+    global BENCH_DB
+    BENCH_DB = check_identifier(name, "database name")
 
 
 def server_url(given: str | None) -> str:
@@ -40,8 +48,8 @@ def server_url(given: str | None) -> str:
     return url
 
 
-def db_url(server: str, database: str = BENCH_DB) -> str:
-    return f"{server}/{database}"
+def db_url(server: str, database: str | None = None) -> str:
+    return f"{server}/{database or BENCH_DB}"
 
 
 def admin_connect(server: str, database: str | None = None, **kw: Any) -> Any:
@@ -66,7 +74,8 @@ def admin_connect(server: str, database: str | None = None, **kw: Any) -> Any:
     )
 
 
-def recreate_database(server: str, database: str = BENCH_DB) -> None:
+def recreate_database(server: str, database: str | None = None) -> None:
+    database = database or BENCH_DB
     conn = admin_connect(server)
     with conn.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
@@ -74,7 +83,8 @@ def recreate_database(server: str, database: str = BENCH_DB) -> None:
     conn.close()
 
 
-def drop_database(server: str, database: str = BENCH_DB) -> None:
+def drop_database(server: str, database: str | None = None) -> None:
+    database = database or BENCH_DB
     conn = admin_connect(server)
     with conn.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
@@ -177,25 +187,60 @@ def ms(seconds: float) -> str:
 # ---------------------------------------------------------------------- CPU
 
 
-def mariadb_process() -> Any:
-    """The local mariadbd/mysqld process (psutil), or None when it is not on this host."""
-    import psutil
+class Proc:
+    """A process whose CPU time we read: psutil when installed, else Linux's /proc."""
 
-    for proc in psutil.process_iter(["name"]):
-        if proc.info["name"] in ("mariadbd", "mysqld"):
-            return proc
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        try:
+            import psutil
+
+            self._ps: Any = psutil.Process(pid)
+        except ImportError:
+            self._ps = None
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds (and those of reaped children); NaN once it is gone."""
+        try:
+            if self._ps is not None:
+                t = self._ps.cpu_times()
+                return float(t.user + t.system + t.children_user + t.children_system)
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+            return ticks / os.sysconf("SC_CLK_TCK")
+        except Exception:  # the process ended: its time is gone with it
+            return math.nan
+
+
+def mariadb_process() -> Proc | None:
+    """The local mariadbd/mysqld process, or None when it is not on this host."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            name = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+        if name in ("mariadbd", "mysqld"):
+            return Proc(int(entry.name))
     return None
 
 
-def cpu_seconds(proc: Any) -> float:
-    """User + system CPU seconds of a psutil process (and its reaped children)."""
-    if proc is None:
-        return math.nan
+def cpu_seconds(proc: Proc | None) -> float:
+    return math.nan if proc is None else proc.cpu_seconds()
+
+
+def rss_mb() -> float:
+    """This process's resident memory now (MiB)."""
     try:
-        t = proc.cpu_times()
-    except Exception:  # the process ended: its time is gone with it
-        return math.nan
-    return float(t.user + t.system + getattr(t, "children_user", 0.0) + t.children_system)
+        import psutil
+
+        return float(psutil.Process().memory_info().rss) / 2**20
+    except ImportError:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return math.nan
 
 
 class CpuMeter:
@@ -253,18 +298,28 @@ def create_ledger(conn: Any) -> None:
         cur.execute(LEDGER_DDL)
 
 
-def ledger_rows(conn: Any, system: str) -> list[tuple[int, datetime]]:
-    """(job, fired) of every firing the system recorded, fired as naive UTC."""
+def _since(since: datetime | None) -> datetime:
+    return datetime(1970, 1, 1) if since is None else since.astimezone(UTC).replace(tzinfo=None)
+
+
+def ledger_rows(
+    conn: Any, system: str, since: datetime | None = None
+) -> list[tuple[int, datetime]]:
+    """(job, fired) of every firing the system recorded (at or after ``since``), naive UTC."""
     with conn.cursor() as cur:
         cur.execute(
-            "SELECT job, fired FROM ledger WHERE system = %s ORDER BY job, fired", (system,)
+            "SELECT job, fired FROM ledger WHERE system = %s AND fired >= %s ORDER BY job, fired",
+            (system, _since(since)),
         )
         return [(int(j), f) for j, f in cur.fetchall()]
 
 
-def ledger_count(conn: Any, system: str) -> int:
+def ledger_count(conn: Any, system: str, since: datetime | None = None) -> int:
     with conn.cursor() as cur:
-        cur.execute("SELECT COUNT(*) FROM ledger WHERE system = %s", (system,))
+        cur.execute(
+            "SELECT COUNT(*) FROM ledger WHERE system = %s AND fired >= %s",
+            (system, _since(since)),
+        )
         return int(cur.fetchone()[0])
 
 

@@ -178,8 +178,6 @@ class StatementCounter:
 
 
 async def measure_backend(url: str, label: str, args: argparse.Namespace) -> dict[str, Any]:
-    import psutil
-
     from jobtui.console.app import make_app
     from jobtui.core.store import open_store
 
@@ -262,7 +260,7 @@ async def measure_backend(url: str, label: str, args: argparse.Namespace) -> dic
                 sum(v for k, v in counts.items() if not k.startswith("(")) / elapsed
             )
             result["idle_checkouts_ps"] = counts.get("(pool checkout)", 0) / elapsed
-            result["rss_mb"] = psutil.Process().memory_info().rss / 2**20
+            result["rss_mb"] = c.rss_mb()
             result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             probe.stop()
             c.log(f"{label}: idle counted; quitting")
@@ -358,6 +356,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--height", type=int, default=48)
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--server", default=None, help="MariaDB URL without database")
+    p.add_argument(
+        "--database", default="jobtui_bench", help="scratch database (created and dropped)"
+    )
     p.add_argument("--verbose", action="store_true", help="log every refresh the app applies")
     args = p.parse_args(argv)
     args.backend_list = [b.strip() for b in args.backends.split(",") if b.strip()]
@@ -371,6 +372,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    c.use_database(args.database)
     server = c.server_url(args.server) if "mariadb" in args.backend_list else None
     header = [*c.machine_lines(server), f"jobtui revision: {c.git_revision()}"]
     header.append(

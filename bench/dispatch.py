@@ -195,16 +195,17 @@ def run_jobtui(
     try:
         wait_registered(conn, procs)
         start = c.next_whole_second(args.lead)
-        submit_jobtui_jobs(url, jobs, start, seconds)
+        submit_jobtui_jobs(url, jobs, start, args.warmup + seconds)
         if datetime.now(UTC) > start - timedelta(seconds=max(args.poll, 0.5)):
             result.note = "setup overran the first slot"
-        _measure(result, conn, [_ps(p.pid) for p in procs], start, args)
+        measured = start + timedelta(seconds=args.warmup)
+        _measure(result, conn, [_ps(p.pid) for p in procs], measured, args)
     finally:
         stop_processes(procs)
     for p in procs:
         if p.returncode not in (0, None, -signal.SIGTERM):
             result.note = (result.note + f" worker exit {p.returncode}").strip()
-    _jobtui_runlog(result, conn, start)
+    _jobtui_runlog(result, conn, measured)
     conn.close()
     result.extra["logs"] = str(logdir)
     return result
@@ -220,14 +221,18 @@ def _jobtui_runlog(result: Result, conn: Any, start: datetime) -> None:
         runs = cur.fetchall()
     late = []
     slots: dict[int, list[datetime]] = defaultdict(list)
+    since = start.astimezone(UTC).replace(tzinfo=None)
     for what_args, scheduled, started, outcome, skipped in runs:
         job_no = int(json.loads(what_args)[0])
+        if outcome == "ok":
+            slots[job_no].append(scheduled)
+        if scheduled < since:
+            continue  # a warm-up slot
         result.skipped_slots += int(skipped or 0) if outcome == "skipped" else 0
         if outcome == "ok":
             result.runs_ok += 1
             if started is not None:
                 late.append((started - scheduled).total_seconds())
-            slots[job_no].append(scheduled)
         elif outcome == "failed":
             result.runs_failed += 1
     result.runlog = c.Spread.of(late)
@@ -238,7 +243,8 @@ def _jobtui_runlog(result: Result, conn: Any, start: datetime) -> None:
     exact = []
     for job, times in fired.items():
         for when, slot in zip(times, slots.get(job, []), strict=False):
-            exact.append((when - slot).total_seconds())
+            if slot >= since:
+                exact.append((when - slot).total_seconds())
     result.slot_to_ledger = c.Spread.of(exact)
 
 
@@ -255,7 +261,7 @@ def run_events(server: str, jobs: int, seconds: int, args: argparse.Namespace) -
         before = str(cur.fetchone()[0])
         cur.execute("SET GLOBAL event_scheduler = OFF")
     start = c.next_whole_second(args.lead + jobs * 0.002)
-    last = start + timedelta(seconds=seconds - 1)  # ENDS is inclusive
+    last = start + timedelta(seconds=args.warmup + seconds - 1)  # ENDS is inclusive
     try:
         with conn.cursor() as cur:
             for i in range(jobs):
@@ -268,7 +274,7 @@ def run_events(server: str, jobs: int, seconds: int, args: argparse.Namespace) -
             if datetime.now(UTC) > start - timedelta(seconds=1):
                 result.note = "setup overran the first slot"
             cur.execute("SET GLOBAL event_scheduler = ON")
-        _measure(result, conn, [], start, args)
+        _measure(result, conn, [], start + timedelta(seconds=args.warmup), args)
     finally:
         with conn.cursor() as cur:
             cur.execute(f"SET GLOBAL event_scheduler = {'ON' if before == 'ON' else 'OFF'}")
@@ -298,10 +304,12 @@ def run_apscheduler(server: str, jobs: int, seconds: int, args: argparse.Namespa
         "--child-apscheduler",
         "--server",
         server,
+        "--database",
+        c.BENCH_DB,
         "--jobs",
         str(jobs),
         "--seconds",
-        str(seconds),
+        str(args.warmup + seconds),
         "--threads",
         str(args.threads),
         "--start",
@@ -315,7 +323,7 @@ def run_apscheduler(server: str, jobs: int, seconds: int, args: argparse.Namespa
             raise RuntimeError(f"APScheduler child failed to start ({line!r})")
         if datetime.now(UTC) > start - timedelta(seconds=0.5):
             result.note = "setup overran the first slot"
-        _measure(result, conn, [_ps(child.pid)], start, args)
+        _measure(result, conn, [_ps(child.pid)], start + timedelta(seconds=args.warmup), args)
     finally:
         if child.stdin is not None:
             child.stdin.close()
@@ -371,7 +379,8 @@ def apscheduler_child(args: argparse.Namespace) -> int:
     scheduler.resume()
     print("ready", flush=True)
     sys.stdin.read()  # the parent closes our stdin when the measurement is over
-    scheduler.shutdown(wait=False)
+    scheduler.pause()
+    scheduler.shutdown(wait=True)
     _AP_ENGINE.dispose()
     return 0
 
@@ -392,10 +401,8 @@ def ap_fire(job_no: int) -> None:
 # ---------------------------------------------------------------------- measuring
 
 
-def _ps(pid: int) -> Any:
-    import psutil
-
-    return psutil.Process(pid)
+def _ps(pid: int) -> c.Proc:
+    return c.Proc(pid)
 
 
 def _measure(
@@ -412,12 +419,12 @@ def _measure(
     c.sleep_until(start + timedelta(seconds=result.seconds - 1))
     deadline = start + timedelta(seconds=result.seconds + args.drain)
     while datetime.now(UTC) < deadline:
-        if c.ledger_count(conn, result.system) >= expected:
+        if c.ledger_count(conn, result.system, start) >= expected:
             break
         time.sleep(0.25)
     result.client_cpu = client_meter.stop() if client else 0.0
     result.server_cpu = server_meter.stop() if server is not None else math.nan
-    rows = c.ledger_rows(conn, result.system)
+    rows = c.ledger_rows(conn, result.system, start)
     result.report = c.analyse_ledger(rows, result.jobs, start, result.seconds)
     c.log(
         f"{result.system} N={result.jobs}: {result.report.done}/{expected} firings, "
@@ -431,7 +438,7 @@ def _measure(
 def render(results: list[Result], header: list[str], args: argparse.Namespace) -> str:
     out = list(header)
     out.append(
-        f"settings: {args.seconds} s per run, jobtui --threads {args.threads} --poll {args.poll}, "
+        f"settings: {args.warmup} warm-up + {args.seconds} measured slots per job, jobtui --threads {args.threads} --poll {args.poll}, "
         f"APScheduler pool {args.threads} threads"
     )
     out.append("")
@@ -545,8 +552,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--poll", type=float, default=1.0, help="jobtui worker --poll")
     p.add_argument("--lead", type=float, default=3.0, help="seconds between setup and first slot")
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=2,
+        help="slots fired before the measured ones (every system), not counted",
+    )
     p.add_argument("--drain", type=float, default=5.0, help="seconds to wait after the last slot")
     p.add_argument("--server", default=None, help="MariaDB URL without database")
+    p.add_argument(
+        "--database", default="jobtui_bench", help="scratch database (created and dropped)"
+    )
     p.add_argument("--keep", action="store_true", help="leave the jobtui_bench database")
     p.add_argument("--child-apscheduler", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--start", type=float, default=0.0, help=argparse.SUPPRESS)
@@ -568,6 +584,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    c.use_database(args.database)
     args.server = c.server_url(args.server)
     if args.child_apscheduler:
         return apscheduler_child(args)

@@ -95,13 +95,10 @@ def ok_runs_between(conn: Any, t0: datetime, t1: datetime) -> int:
         return int(cur.fetchone()[0])
 
 
-def run_log_rows_between(conn: Any, t0: datetime, t1: datetime) -> Counter[str]:
+def outcome_counts(conn: Any) -> Counter[str]:
+    """Run-log rows by outcome (``skipped`` rows have no start time, so count them all)."""
     with conn.cursor() as cur:
-        cur.execute(
-            "SELECT outcome, COUNT(*) FROM jobtui_run WHERE started >= %s AND started < %s "
-            "GROUP BY outcome",
-            (t0.replace(tzinfo=None), t1.replace(tzinfo=None)),
-        )
+        cur.execute("SELECT outcome, COUNT(*) FROM jobtui_run GROUP BY outcome")
         return Counter({str(o): int(n) for o, n in cur.fetchall()})
 
 
@@ -120,6 +117,7 @@ def measure_processes(
         server_proc = c.mariadb_process()
         server_meter = c.CpuMeter([server_proc] if server_proc else [])
         status0 = c.global_status(conn)
+        outcomes0 = outcome_counts(conn)
         t0 = datetime.now(UTC)
         meter.start()
         server_meter.start()
@@ -128,11 +126,12 @@ def measure_processes(
         client_cpu = meter.stop()
         server_cpu = server_meter.stop() if server_proc else math.nan
         status1 = c.global_status(conn)
+        outcomes1 = outcome_counts(conn)
     finally:
         stop_processes(procs)
     time.sleep(0.5)  # runs that finished in the window are committed by now
     runs = ok_runs_between(conn, t0, t1)
-    outcomes = run_log_rows_between(conn, t0, t1)
+    outcomes = outcomes1 - outcomes0
     conn.close()
     delta = c.status_delta(status0, status1)
     elapsed = (t1 - t0).total_seconds()
@@ -148,61 +147,67 @@ def measure_processes(
     }
 
 
-_PARAM = re.compile(r"%\([^)]*\)s|%s|\?|:\w+")
+_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\b\d+(?:\.\d+)?\b")
 _SPACES = re.compile(r"\s+")
 
 
 def normalise(statement: str) -> str:
-    text = _SPACES.sub(" ", _PARAM.sub("?", statement)).strip()
+    """The statement's shape: literals replaced by ?, long column lists elided."""
+    text = _SPACES.sub(" ", _LITERAL.sub("?", statement)).strip()
     head = text.split(" FROM ", 1)
-    if len(head) == 2 and head[0].upper().startswith("SELECT") and len(head[0]) > 40:
+    if len(head) == 2 and head[0].upper().startswith("SELECT") and len(head[0]) > 50:
         text = "SELECT … FROM " + head[1]
-    return text[:110]
+    if text.upper().startswith("UPDATE") and " SET " in text and " WHERE " in text:
+        table, rest = text.split(" SET ", 1)
+        sets = rest.split(" WHERE ", 1)
+        text = f"{table} SET ({sets[0].count('=')} columns) WHERE {sets[1]}"
+    return text[:120]
+
+
+class WireCounter:
+    """Counts every command PyMySQL sends (one request/response each): the round trips.
+
+    Patches ``pymysql.connections.Connection._execute_command`` in this process
+    only, so it sees SQLAlchemy's statements, the executor's raw CALL, COMMIT,
+    ROLLBACK and pre-ping COM_PINGs alike.
+    """
+
+    def __init__(self) -> None:
+        import pymysql.connections
+
+        self.counts: Counter[str] = Counter()
+        self.active = threading.Event()
+        self._lock = threading.Lock()
+        self._cls = pymysql.connections.Connection
+        self._original = self._cls._execute_command
+        counter = self
+
+        def counted(conn: Any, command: int, sql: Any) -> Any:
+            if counter.active.is_set():
+                if command == 3:  # COM_QUERY
+                    text = sql.decode("utf8", "replace") if isinstance(sql, bytes) else str(sql)
+                    key = normalise(text)
+                else:
+                    key = {14: "(COM_PING)", 2: "(COM_INIT_DB)"}.get(
+                        command, f"(command {command})"
+                    )
+                with counter._lock:
+                    counter.counts[key] += 1
+            return counter._original(conn, command, sql)
+
+        self._cls._execute_command = counted  # type: ignore[method-assign]
+
+    def close(self) -> None:
+        self._cls._execute_command = self._original  # type: ignore[method-assign]
 
 
 def profile_in_process(url: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Run a RunnerPool here, counting every statement, ping, commit and rollback it sends."""
-    from sqlalchemy import event
-
+    """Run a RunnerPool here, counting every command it sends to the server."""
     from jobtui.core.runner import RunnerPool
     from jobtui.core.store import open_store
 
+    wire = WireCounter()
     store = open_store(url)
-    counts: Counter[str] = Counter()
-    lock = threading.Lock()
-    active = threading.Event()
-
-    def on_execute(conn: Any, cursor: Any, statement: str, *a: Any) -> None:
-        if active.is_set():
-            with lock:
-                counts[normalise(statement)] += 1
-
-    def on_commit(conn: Any) -> None:
-        if active.is_set():
-            with lock:
-                counts["COMMIT"] += 1
-
-    def on_rollback(conn: Any) -> None:
-        if active.is_set():
-            with lock:
-                counts["ROLLBACK"] += 1
-
-    def on_checkout(dbapi_conn: Any, record: Any, proxy: Any) -> None:
-        if active.is_set():
-            with lock:
-                counts["(pool checkout: pre-ping COM_PING)"] += 1
-
-    def on_reset(dbapi_conn: Any, record: Any, state: Any) -> None:
-        if active.is_set() and not getattr(state, "transaction_was_reset", False):
-            with lock:
-                counts["(pool reset on return: ROLLBACK)"] += 1
-
-    engine = store.engine
-    event.listen(engine, "before_cursor_execute", on_execute)
-    event.listen(engine, "commit", on_commit)
-    event.listen(engine, "rollback", on_rollback)
-    event.listen(engine.pool, "checkout", on_checkout)
-    event.listen(engine.pool, "reset", on_reset)
     conn = c.admin_connect(c.server_url(args.server), c.BENCH_DB)
     with conn.cursor() as cur:
         cur.execute("DELETE FROM jobtui_runner")
@@ -211,17 +216,18 @@ def profile_in_process(url: str, args: argparse.Namespace) -> dict[str, Any]:
     try:
         time.sleep(args.warmup)
         t0 = datetime.now(UTC)
-        active.set()
+        wire.active.set()
         time.sleep(args.profile_seconds)
-        active.clear()
+        wire.active.clear()
         t1 = datetime.now(UTC)
     finally:
         pool.stop(grace=5.0)
         store.close()
+        wire.close()
     time.sleep(0.3)
     runs = ok_runs_between(conn, t0, t1)
     conn.close()
-    return {"runs": runs, "counts": counts, "elapsed": (t1 - t0).total_seconds()}
+    return {"runs": runs, "counts": wire.counts, "elapsed": (t1 - t0).total_seconds()}
 
 
 def render(results: list[dict[str, Any]], profile: dict[str, Any] | None, header: list[str]) -> str:
@@ -282,7 +288,7 @@ def render(results: list[dict[str, Any]], profile: dict[str, Any] | None, header
         runs = profile["runs"]
         out.append(
             f"Where the round trips go: one in-process RunnerPool, {runs} runs in "
-            f"{profile['elapsed']:.1f} s; client-side count per run (SQLAlchemy events):"
+            f"{profile['elapsed']:.1f} s; commands PyMySQL sent, per run:"
         )
         prow = []
         total = 0
@@ -306,6 +312,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile-seconds", type=float, default=5.0)
     p.add_argument("--no-profile", action="store_true", help="skip the in-process statement count")
     p.add_argument("--server", default=None, help="MariaDB URL without database")
+    p.add_argument(
+        "--database", default="jobtui_bench", help="scratch database (created and dropped)"
+    )
     p.add_argument("--keep", action="store_true", help="leave the jobtui_bench database")
     args = p.parse_args(argv)
     try:
@@ -319,6 +328,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    c.use_database(args.database)
     server = c.server_url(args.server)
     header = [*c.machine_lines(server), f"jobtui revision: {c.git_revision()}"]
     header.append(
