@@ -486,26 +486,20 @@ class RunnerPool:
 
     def _claim(self, session: _Session, job_id: int) -> _Run | None:
         conn = session.get()
-        name: str | None = None
-        if self.mysql:
-            name = self._lock_name(job_id)
-            got = claims.get_lock(conn, name)
-            conn.commit()
-            if not got:
-                self._cooldown[job_id] = time.monotonic() + min(self.poll, 0.5)
-                return None
+        name = self._lock_name(job_id) if self.mysql else None
+        locked: list[bool] = []
         try:
-            run = self._claim_txn(session, conn, job_id, name)
+            run = self._claim_txn(session, conn, job_id, name, locked)
         except IntegrityError:
             self._skip_taken_slot(conn, job_id)
             run = None
         except Exception:
-            if name is not None and not self.hold:
+            if name is not None and locked and not self.hold:
                 self._release(session, name)
             raise
         if run is None:
             self._cooldown[job_id] = time.monotonic() + min(self.poll, 0.5)
-            if name is not None and not self.hold:
+            if name is not None and locked and not self.hold:
                 self._release(session, name)
         return run
 
@@ -523,11 +517,21 @@ class RunnerPool:
             session.discard()  # closing the connection frees its locks
 
     def _claim_txn(
-        self, session: _Session, conn: Connection, job_id: int, name: str | None
+        self,
+        session: _Session,
+        conn: Connection,
+        job_id: int,
+        name: str | None,
+        locked: list[bool],
     ) -> _Run | None:
         now = self.now()
         j, r = schema.job, schema.run
         with self._txn(conn) as c:
+            if name is not None:
+                # Named locks are not transactional: a rollback below keeps it (we release it).
+                if not claims.get_lock(c, name):
+                    return None
+                locked.append(True)
             row = self._lock_row(c, job_id)
             if row is None or row.running:
                 return None
@@ -780,8 +784,6 @@ class RunnerPool:
                     return
                 time.sleep(delay)
                 delay = min(delay * 2, RECONNECT_CAP)
-        if run.lock_name is not None and not self.hold:
-            self._release(run.session, run.lock_name)
         self.runs_done += 1
         if self.on_run is not None:
             try:
@@ -809,41 +811,59 @@ class RunnerPool:
         error: str | None,
         finished: datetime,
     ) -> None:
-        j, r = schema.job, schema.run
         duration = max(0.0, (finished - run.started).total_seconds())
+        release = None if self.hold else run.lock_name
         with self._txn(conn) as c:
-            c.execute(
-                update(r)
-                # A reaper may have called it lost while we were cut off: we know better.
-                .where(
-                    r.c.id == run.run_id,
-                    r.c.runner == self.runner_id,
-                    r.c.outcome.in_([Outcome.RUNNING.value, Outcome.LOST.value]),
-                )
-                .values(
-                    outcome=outcome.value,
-                    finished=to_db(finished),
-                    duration=duration,
-                    error=error,
-                )
+            try:
+                self._record(c, run, outcome, error, finished, duration)
+            finally:
+                # Inside the transaction: the job row stays locked until the commit, so a
+                # runner that takes the named lock now still waits for the row.
+                if release is not None:
+                    claims.release_lock(c, release)
+
+    def _record(
+        self,
+        c: Connection,
+        run: _Run,
+        outcome: Outcome,
+        error: str | None,
+        finished: datetime,
+        duration: float,
+    ) -> None:
+        j, r = schema.job, schema.run
+        c.execute(
+            update(r)
+            # A reaper may have called it lost while we were cut off: we know better.
+            .where(
+                r.c.id == run.run_id,
+                r.c.runner == self.runner_id,
+                r.c.outcome.in_([Outcome.RUNNING.value, Outcome.LOST.value]),
             )
-            row = self._lock_row(c, run.job.id)
-            if row is None or not row.running or row.runner_id != self.runner_id:
-                return  # removed, or reaped while we were away: the row is not ours now
-            job = job_from_row(row)
-            values = finish_values(
-                job,
-                row.phase,
-                outcome=outcome,
+            .values(
+                outcome=outcome.value,
+                finished=to_db(finished),
+                duration=duration,
                 error=error,
-                started=run.started,
-                finished=finished,
-                manual=run.manual,
-                shutdown=run.abort_reason == "shutdown",
             )
-            if not self.hold:
-                values.update(locked_by=None, locked_until=None)
-            c.execute(update(j).where(j.c.id == run.job.id).values(**values))
+        )
+        row = self._lock_row(c, run.job.id)
+        if row is None or not row.running or row.runner_id != self.runner_id:
+            return  # removed, or reaped while we were away: the row is not ours now
+        job = job_from_row(row)
+        values = finish_values(
+            job,
+            row.phase,
+            outcome=outcome,
+            error=error,
+            started=run.started,
+            finished=finished,
+            manual=run.manual,
+            shutdown=run.abort_reason == "shutdown",
+        )
+        if not self.hold:
+            values.update(locked_by=None, locked_until=None)
+        c.execute(update(j).where(j.c.id == run.job.id).values(**values))
 
     # ------------------------------------------------------------------ staying alive
 
