@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import secrets
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -1278,6 +1279,7 @@ def test_bad_input_corpus_changes_nothing(cstore: JobStore) -> None:
     assert failures == []
 
 
+@pytest.mark.mariadb
 def test_identifier_limits_are_inclusive(mariadb_url: str) -> None:
     """64 characters is the longest identifier MySQL allows, and jobtui accepts it."""
     long_name = "p" * 64
@@ -1359,3 +1361,37 @@ def test_remove_of_a_running_job_asks_for_abort_first(cstore: JobStore) -> None:
     assert removed.id == job.id
     with pytest.raises(JobNotFound):
         cstore.get("busy")
+
+
+def test_names_are_case_sensitive_and_text_is_full_utf8(store: JobStore) -> None:
+    """The same on both backends: MySQL's default collations would fold case."""
+    sql_every(store, "Nightly", description="emoji \U0001f680 and ünïcödé")
+    sql_every(store, "nightly")
+    assert [j.name for j in store.list_jobs()] == ["Nightly", "nightly"]
+    assert store.get("Nightly").description == "emoji \U0001f680 and ünïcödé"
+    with pytest.raises(JobNotFound):
+        store.get("NIGHTLY")
+    store.pause("nightly")
+    assert store.get("Nightly").status is Status.ENABLED
+
+
+@pytest.mark.mariadb
+def test_tables_are_utf8mb4_on_a_latin1_database(clock: FakeClock) -> None:
+    from conftest import MYSQL_SERVER, require_mysql
+
+    require_mysql()
+    name = f"jobtui_t_latin1_{secrets.token_hex(4)}"
+    conn = admin_connection()
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET latin1")
+    conn.close()
+    s = open_store(f"{MYSQL_SERVER}/{name}", clock=clock)
+    try:
+        job = sql_every(s, "rocket", description="\U0001f680")
+        assert s.get("rocket").description == "\U0001f680" == job.description
+    finally:
+        s.close()
+        conn = admin_connection()
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        conn.close()

@@ -41,6 +41,11 @@ LongText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 
 metadata = MetaData()
 
+# Binary collation on MySQL/MariaDB: names compare case-sensitively, as on SQLite
+# ("Nightly" and "nightly" are two jobs on both backends), and text is full UTF-8
+# whatever the server's default character set.
+MYSQL_TABLE_OPTIONS: dict[str, Any] = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
+
 job = Table(
     "jobtui_job",
     metadata,
@@ -97,6 +102,7 @@ job = Table(
     UniqueConstraint("owner", "name", name="uq_jobtui_job_owner_name"),
     Index("ix_jobtui_job_next_run", "next_run"),
     Index("ix_jobtui_job_updated", "updated"),
+    **MYSQL_TABLE_OPTIONS,
 )
 
 run = Table(
@@ -118,6 +124,7 @@ run = Table(
     UniqueConstraint("job_id", "scheduled_for", name="uq_jobtui_run_job_slot"),
     Index("ix_jobtui_run_started", "started"),
     Index("ix_jobtui_run_outcome", "outcome"),
+    **MYSQL_TABLE_OPTIONS,
 )
 
 runner = Table(
@@ -132,6 +139,7 @@ runner = Table(
     Column("started", Timestamp, nullable=False),
     Column("heartbeat", Timestamp, nullable=False),
     Column("stopping", Boolean, nullable=False, default=False),
+    **MYSQL_TABLE_OPTIONS,
 )
 
 meta = Table(
@@ -139,6 +147,7 @@ meta = Table(
     metadata,
     Column("key", String(64), primary_key=True),
     Column("value", String(255), nullable=False),
+    **MYSQL_TABLE_OPTIONS,
 )
 
 
