@@ -581,9 +581,17 @@ def cmd_remove(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def job_dict(job: Job) -> dict[str, Any]:
+    """The ``--json`` shape of a job: ``Job.to_dict()`` plus the cycle times of the latest run."""
+    data = job.to_dict()
+    data.setdefault("last_cycle_start", iso(job.last_cycle_start))
+    data.setdefault("last_cycle_finish", iso(job.last_cycle_finish))
+    return data
+
+
 def _report_job(args: argparse.Namespace, job: Job, done: str) -> int:
     if getattr(args, "json", False):
-        _print_json(job.to_dict())
+        _print_json(job_dict(job))
     else:
         _print(f"{done} job {job.name} (status {job.status.value}, next run {_time(job.next_run)})")
     return EXIT_OK
@@ -597,10 +605,13 @@ def cmd_steer(args: argparse.Namespace) -> int:
     store = _open(args)
     try:
         job = getattr(store, method)(args.name)
+        idle = args.command == "run-now" and not any(
+            r.alive(store.now(), HEARTBEAT_TIMEOUT) and not r.stopping for r in store.runners()
+        )
     finally:
         store.close()
     if args.json:
-        _print_json(job.to_dict())
+        _print_json(job_dict(job))
         return EXIT_OK
     line = f"{done} job {job.name}"
     if args.command == "run-now":
@@ -608,6 +619,8 @@ def cmd_steer(args: argparse.Namespace) -> int:
     line += f" (status {job.status.value})"
     if args.command == "abort" and job.abort_requested:
         line += "; the run in flight is being stopped"
+    if idle:
+        line += "; no runner is alive: start `jobtui worker` or `jobtui console --runners N`"
     _print(line)
     return EXIT_OK
 
@@ -622,7 +635,7 @@ def cmd_broken(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if args.json:
-        _print_json(job.to_dict())
+        _print_json(job_dict(job))
     elif args.on:
         _print(f"marked job {job.name} broken (status {job.status.value})")
     else:
@@ -673,7 +686,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if args.json:
-        _print_json([j.to_dict() for j in jobs])
+        _print_json([job_dict(j) for j in jobs])
         return EXIT_OK
     if not jobs:
         _print("no jobs (define one with `jobtui submit NAME ...`)")
@@ -690,7 +703,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             j.schedule.describe(),
             _time(j.next_run),
             _time(j.last_cycle_start or j.last_run),
-            j.last_outcome.value if j.last_outcome else "-",
+            "running" if j.running else (j.last_outcome.value if j.last_outcome else "-"),
             f"{j.failures}/{j.max_failures}",
             str(j.cycles),
         ]
@@ -709,7 +722,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if args.json:
-        data = job.to_dict()
+        data = job_dict(job)
         data["upcoming"] = [iso(t) for t in upcoming]
         _print_json(data)
         return EXIT_OK

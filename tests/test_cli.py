@@ -55,6 +55,8 @@ JOB_FIELDS = {
     "abort_requested",
     "schedule",
     "what",
+    "last_cycle_start",
+    "last_cycle_finish",
 }
 RUN_FIELDS = {
     "id",
@@ -296,7 +298,11 @@ def test_steering_verbs_print_one_line_and_change_status(sqlite_url: str, cli_fo
         ("disable", "disabled job nightly (status DISABLED)"),
         ("enable", "enabled job nightly (status ENABLED)"),
         ("abort", "aborted job nightly (status ABORTED)"),
-        ("run-now", "asked a runner to run job nightly now (status ABORTED)"),
+        (
+            "run-now",
+            "asked a runner to run job nightly now (status ABORTED); no runner is alive: "
+            "start `jobtui worker` or `jobtui console --runners N`",
+        ),
     ]
     for verb, line in expected:
         assert cli(verb, "nightly").stdout == line + "\n"
