@@ -726,7 +726,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         data["upcoming"] = [iso(t) for t in upcoming]
         _print_json(data)
         return EXIT_OK
-    data = job.to_dict()
+    data = job_dict(job)
     sched = data.pop("schedule")
     what = data.pop("what")
     fields: list[tuple[str, Any]] = [
