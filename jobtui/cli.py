@@ -782,8 +782,10 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 def _log_row(run: Run, with_owner: bool) -> list[str]:
     outcome = run.outcome.value
-    if run.skipped:
-        outcome += f" (+{run.skipped} skipped)"
+    if run.skipped:  # a skipped row counts the missed slots; another row coalesced them
+        outcome += (
+            f" ({run.skipped} slots)" if outcome == "skipped" else f" (+{run.skipped} skipped)"
+        )
     if run.manual:
         outcome += " (run-now)"
     error = " ".join((run.error or "").split())

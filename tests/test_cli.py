@@ -424,7 +424,7 @@ def test_log_reads_the_run_table(db_url: str, cli_for) -> None:  # type: ignore[
     assert human[0].split()[:3] == ["SCHEDULED", "(UTC)", "JOB"]
     assert len(human) == 6
     assert any("failed" in line and "boom second line" in line for line in human)
-    assert any("skipped (+2 skipped)" in line for line in human)
+    assert any("skipped (2 slots)" in line for line in human)
     assert cli("log", "--outcome", "running").stdout == "no runs\n"
 
 
