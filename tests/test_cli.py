@@ -600,3 +600,35 @@ def test_closed_stdout_exits_quietly(sqlite_url: str, tmp_path: Path) -> None:
     proc.stdout.close()  # long before the process has imported anything
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 141 and err == ""
+
+
+@pytest.mark.mariadb
+def test_mariadb_account_with_a_password_is_masked_and_owns_its_jobs(
+    mariadb_url: str, cli_for
+) -> None:  # type: ignore[no-untyped-def]
+    import secrets
+
+    from conftest import admin_connection
+
+    database = mariadb_url.rsplit("/", 1)[1]
+    user = f"jt_cli_{secrets.token_hex(4)}"
+    conn = admin_connection()
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'sekret-pw'")
+        cur.execute(f"GRANT ALL ON `{database}`.* TO '{user}'@'%'")
+    try:
+        url = mariadb_url.replace("://root@", f"://{user}:sekret-pw@")
+        cli = cli_for(url)
+        outputs = [cli("init").stdout]
+        outputs.append(cli("submit", "mine", "--sql", "SELECT 1", "--every", "60").stdout)
+        job = cli.json("show", "mine")
+        assert job["owner"] == f"{user}@%"
+        outputs.append(cli("list", "--all").stdout)
+        failing = cli("show", "nope", ok=False)
+        outputs += [failing.stdout, failing.stderr]
+        assert "sekret" not in "".join(outputs)
+        assert f"://{user}:***@" in outputs[0]
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP USER IF EXISTS '{user}'@'%'")
+        conn.close()
