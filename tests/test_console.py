@@ -478,7 +478,7 @@ async def test_help_screen_and_command_palette_list_every_key(sqlite_url: str) -
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
-        text = str(app.screen.query_one("Static").render())
+        text = "\n".join(str(s.render()) for s in app.screen.query("Static"))
         for description in wanted:
             assert description in text
         assert "BROKEN" in text and "d del" in text

@@ -117,10 +117,17 @@ class JobtuiApp(App[None]):
 
     @property
     def main_screen(self) -> MainScreen:
+        main = self._main()
+        if main is None:
+            raise LookupError("main screen not mounted")
+        return main
+
+    def _main(self) -> MainScreen | None:
+        """The main screen, or None while starting up or shutting down."""
         for screen in self.screen_stack:
-            if isinstance(screen, MainScreen):
+            if isinstance(screen, MainScreen) and screen.ready:
                 return screen
-        raise LookupError("main screen not mounted")
+        return None
 
     def main_ready(self) -> None:
         """The main screen is composed: start refreshing (and hosting runners)."""
@@ -135,7 +142,9 @@ class JobtuiApp(App[None]):
 
     def tick(self) -> None:
         """Once a second: advance the clocks on screen and start the next refresh."""
-        main = self.main_screen
+        main = self._main()
+        if main is None or self._exit:
+            return
         main.table.tick()
         self.update_status()
         if isinstance(self.screen, DetailsScreen):
@@ -145,7 +154,9 @@ class JobtuiApp(App[None]):
             self.refresh_jobs(self.plan.next_step())
 
     def update_status(self) -> None:
-        main = self.main_screen
+        main = self._main()
+        if main is None:
+            return
         now = self.store.now()
         hosted_id = self.pool.runner_id if self.pool is not None and self.pool.running else None
         elsewhere = sum(
@@ -182,6 +193,8 @@ class JobtuiApp(App[None]):
 
     def on_jobs_refreshed(self, message: JobsRefreshed) -> None:
         self._refreshing = False
+        if self._main() is None:
+            return
         if not self.connected:
             self.connected = True
             self.db_error = None
@@ -205,14 +218,17 @@ class JobtuiApp(App[None]):
 
     def on_database_lost(self, message: DatabaseLost) -> None:
         self._refreshing = False
+        if self._main() is None:
+            return
         first = self.connected
         self.connected = False
         self.db_error = message.error
+        reason = message.error.removeprefix("database unavailable: ")
         since = f"as read at {self._last_good}" if self._last_good else "nothing read yet"
         self.main_screen.show_banner(
-            f"⚠ Database unreachable: {message.error}\n"
-            f"Showing the jobs {since}; changes are refused until it is back. Retrying every "
-            f"{self.refresh_interval:g} s…"
+            f"⚠ Database unreachable: {reason}\n"
+            f"Showing the jobs {since}; changes are refused until it is back "
+            f"(retrying every {self.refresh_interval:g} s)."
         )
         if first:
             self.notify(message.error, title="database unreachable", severity="error")
@@ -364,6 +380,8 @@ class JobtuiApp(App[None]):
 
     def on_job_changed(self, message: JobChanged) -> None:
         job = message.job
+        if self._main() is None:
+            return
         table = self.main_screen.table
         table.apply([job])
         if message.verb == "create":
@@ -374,6 +392,8 @@ class JobtuiApp(App[None]):
         self.notify(f"{message.verb}: {job.name} is {job.status.value}", timeout=3)
 
     def on_job_removed(self, message: JobRemoved) -> None:
+        if self._main() is None:
+            return
         self.main_screen.table.remove_job(message.job.id)
         screen = self.screen
         if isinstance(screen, DetailsScreen) and screen.job and screen.job.id == message.job.id:

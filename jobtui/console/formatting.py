@@ -122,8 +122,7 @@ def runner_text(job: Job, now: datetime) -> str:
     if not job.running:
         return DASH
     started = job.this_run or job.runner_start
-    # runner ids are host:pid:name:token; host:pid is what an operator looks for
-    who = ":".join((job.runner_id or "?").split(":")[:2])
+    who = short_runner(job.runner_id)
     if job.runner_connection_id is not None:
         who += f" conn {job.runner_connection_id}"
     if started is None:
@@ -145,3 +144,10 @@ def short_url(url: str, limit: int = 36) -> str:
     if url.startswith("sqlite:///"):
         return "sqlite:///…/" + url.rsplit("/", 1)[-1]
     return url[: limit - 1] + "…"
+
+
+def short_runner(runner_id: str | None) -> str:
+    """Runner ids are host:pid:name:token; host:pid is what an operator looks for."""
+    if not runner_id:
+        return DASH
+    return ":".join(runner_id.split(":")[:2])

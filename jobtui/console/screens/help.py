@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.markup import escape
 from textual.screen import ModalScreen
@@ -17,11 +17,11 @@ STATUS_HELP = {
     Status.ENABLED: "waiting for its first run",
     Status.SLEEPING: "ran, waiting for the next slot",
     Status.RUNNING: "a runner executes it now",
-    Status.PAUSED: "operator paused it: no new runs",
+    Status.PAUSED: "paused: no new runs start",
     Status.RESUMED: "resumed: back on schedule",
-    Status.ABORTED: "operator aborted it: no runs until resumed",
-    Status.ERROR: "the last run failed: a retry is scheduled",
-    Status.BROKEN: "too many failures, or marked broken",
+    Status.ABORTED: "aborted: no runs until resumed",
+    Status.ERROR: "last run failed: retry scheduled",
+    Status.BROKEN: "failed too often, or marked",
     Status.DISABLED: "switched off",
     Status.FINISHED: "no further slot",
 }
@@ -37,13 +37,14 @@ class HelpScreen(ModalScreen[None]):
         self.keys = keys
 
     def compose(self) -> ComposeResult:
-        lines = ["[b]Keys[/]"]
-        lines += [f"  [b $accent]{escape(k):<12}[/] {escape(d)}" for k, d in self.keys]
-        lines += ["", "[b]Statuses[/]"]
-        lines += [f"  [${fmt.STATUS_VARIABLE[s]}]{s.value:<12}[/] {STATUS_HELP[s]}" for s in Status]
-        lines += ["", "Ctrl+P opens the command palette. Esc closes this help."]
-        with VerticalScroll(classes="dialog help"):
-            yield Static(Content.from_markup("\n".join(lines)))
+        keys = ["[b]Keys[/]"]
+        keys += [f"[b $accent]{escape(k):<10}[/] {escape(d)}" for k, d in self.keys]
+        statuses = ["[b]Statuses[/]"]
+        statuses += [f"[${fmt.STATUS_VARIABLE[s]}]{s.value:<9}[/] {STATUS_HELP[s]}" for s in Status]
+        statuses += ["", "ctrl+p: command palette", "esc: close this help"]
+        with VerticalScroll(classes="dialog help"), Horizontal():
+            yield Static(Content.from_markup("\n".join(keys)), classes="keys")
+            yield Static(Content.from_markup("\n".join(statuses)), classes="statuses")
 
     def action_close(self) -> None:
         self.dismiss(None)

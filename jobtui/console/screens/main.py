@@ -26,6 +26,7 @@ class MainScreen(JobActions, Screen[None]):
     def __init__(self, *, all_owners: bool) -> None:
         super().__init__(id="main")
         self.all_owners = all_owners
+        self.ready = False  # composed and mounted: the app may refresh into it
 
     def compose(self) -> ComposeResult:
         yield Static("", id="banner")
@@ -41,6 +42,7 @@ class MainScreen(JobActions, Screen[None]):
         self.query_one("#filter", Input).display = False
         self.query_one("#banner", Static).display = False
         self.table.focus()
+        self.ready = True
         self.console.main_ready()
 
     @property

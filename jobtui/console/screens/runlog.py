@@ -97,7 +97,7 @@ class RunLogScreen(Screen[None]):
                 fmt.stamp(run.scheduled_for),
                 fmt.duration(run.duration),
                 Text(run.outcome.value, style=self._style(fmt.OUTCOME_VARIABLE[run.outcome])),
-                Text(run.runner or fmt.DASH),
+                Text(fmt.short_runner(run.runner)),
                 Text((run.error or "").splitlines()[0] if run.error else ""),
                 key=str(run.id),
             )

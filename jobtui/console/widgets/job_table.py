@@ -24,13 +24,13 @@ COLUMNS = (
     ("name", "Job"),
     ("owner", "Owner"),
     ("status", "Status"),
-    ("schedule", "Schedule"),
-    ("last", "Last run"),
     ("next", "Next run"),
+    ("last", "Last run"),
     ("duration", "Took"),
     ("failures", "Fail"),
     ("cycles", "Runs"),
-    ("runner", "Runner"),
+    ("runner", "Running on"),
+    ("schedule", "Schedule"),
 )
 TIME_COLUMNS = ("last", "next", "runner")
 
@@ -203,12 +203,11 @@ class JobTable(DataTable[Text]):
             "name": name,
             "owner": Text(job.owner),
             "status": Text(job.status.value, style=self._status_style(job.status)),
-            "schedule": Text(job.schedule.describe()),
+            "next": Text(fmt.next_run_text(job, now)),
             "last": Text(
                 last,
                 style=self._styles.get(fmt.OUTCOME_VARIABLE[outcome], "") if outcome else "",
             ),
-            "next": Text(fmt.next_run_text(job, now)),
             "duration": Text(fmt.duration(job.last_duration), justify="right"),
             "failures": Text(
                 f"{job.failures}/{job.max_failures}" if job.failures else "0",
@@ -217,6 +216,7 @@ class JobTable(DataTable[Text]):
             ),
             "cycles": Text(str(job.cycles), justify="right"),
             "runner": Text(fmt.runner_text(job, now)),
+            "schedule": Text(job.schedule.describe()),
         }
         if job.broken and job.status is not Status.BROKEN:
             cells["status"].append(" broken", style=self._styles.get("error", ""))
