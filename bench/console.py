@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import functools
 import math
+import os
 import resource
 import sys
 import tempfile
@@ -33,6 +34,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -84,8 +86,13 @@ def populate(url: str, jobs: int) -> None:
             shapes = [{k: v for k, v in r._mapping.items() if k != "id"} for r in rows]
             conn.execute(schema.job.delete())
             batch = []
+            now = datetime.now(UTC).replace(tzinfo=None)
             for i in range(jobs):
-                batch.append(dict(shapes[i % len(shapes)], name=f"job_{i:05d}"))
+                # Defined over the past days, as in a real table (not all in the last second).
+                when = now - timedelta(minutes=10 + 7 * i)
+                batch.append(
+                    dict(shapes[i % len(shapes)], name=f"job_{i:05d}", created=when, updated=when)
+                )
                 if len(batch) == 1000:
                     conn.execute(insert(schema.job), batch)
                     batch = []
@@ -129,6 +136,7 @@ class LoopProbe:
 
     def __init__(self) -> None:
         self.stalls: list[tuple[float, float]] = []  # (when it ended, how long)
+        self.last_tick = time.perf_counter()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -139,6 +147,7 @@ class LoopProbe:
             before = time.perf_counter()
             await asyncio.sleep(0.001)
             after = time.perf_counter()
+            self.last_tick = after
             self.stalls.append((after, after - before - 0.001))
 
     def longest_between(self, t0: float, t1: float) -> float:
@@ -151,6 +160,73 @@ class LoopProbe:
     def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
+
+
+PARTIAL: list[dict[str, Any]] = []  # the backend being measured, for the watchdog
+DONE: list[dict[str, Any]] = []
+HEADER: list[str] = []
+
+
+class Watchdog:
+    """Calls ``give_up`` (from a thread) when the event loop stays blocked past ``limit`` s."""
+
+    def __init__(self, probe: LoopProbe, limit: float, give_up: Callable[[], None]) -> None:
+        self.probe = probe
+        self.limit = limit
+        self.give_up = give_up
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            if time.perf_counter() - self.probe.last_tick > self.limit:
+                self.give_up()
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def emergency(
+    result: dict[str, Any],
+    args: argparse.Namespace,
+    handled: list[tuple[int, float, float, float]],
+) -> None:
+    """The loop is still blocked after --stall-limit seconds: report that and stop."""
+    result["refresh_loop"] = result["refresh_stall"] = math.inf
+    hit = next((h for h in handled if h[0] >= args.changed), None)
+    if hit is not None:
+        result["refresh_handler"] = hit[3]
+    result["note"] = (
+        f"the event loop was still blocked {args.stall_limit:g} s after the "
+        f"{args.changed}-row change; the script stopped waiting"
+    )
+    c.log(result["note"])
+    print(render([*DONE, result], HEADER, args), flush=True)
+    os._exit(0)
+
+
+async def count_idle(
+    counter: StatementCounter, handler_times: list[tuple[int, float, float, float]], seconds: float
+) -> dict[str, Any]:
+    """What the console sends in ``seconds`` while nothing changes, and the rows it reads."""
+    counter.counts.clear()
+    counter.active = True
+    t0 = time.perf_counter()
+    await asyncio.sleep(seconds)
+    counter.active = False
+    elapsed = time.perf_counter() - t0
+    counts = dict(counter.counts)
+    rows = sum(h[0] for h in handler_times if t0 <= h[1] <= t0 + elapsed)
+    return {
+        "counts": counts,
+        "seconds": elapsed,
+        "qps": counts.get("SELECT", 0) / elapsed,
+        "statements_ps": sum(v for k, v in counts.items() if not k.startswith("(")) / elapsed,
+        "checkouts_ps": counts.get("(pool checkout)", 0) / elapsed,
+        "rows_ps": rows / elapsed,
+    }
 
 
 class StatementCounter:
@@ -201,11 +277,27 @@ async def measure_backend(url: str, label: str, args: argparse.Namespace) -> dic
                 c.log(f"refresh applied: {len(message.changed)} rows in {(t1 - t0) * 1000:.1f} ms")
 
     app_class.on_jobs_refreshed = timed  # type: ignore[attr-defined]
+
+    from jobtui.console.refresh import RefreshPlan
+
+    fetches: list[tuple[str, float]] = []
+    original_fetch = RefreshPlan.fetch
+
+    @functools.wraps(original_fetch)
+    def timed_fetch(self: Any, store: Any, step: str, **kw: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return original_fetch(self, store, step, **kw)
+        finally:
+            fetches.append((step, time.perf_counter() - t0))
+
+    RefreshPlan.fetch = timed_fetch  # type: ignore[method-assign]
     probe = LoopProbe()
     try:
         t_start = time.perf_counter()
         async with app.run_test(size=(args.width, args.height)) as pilot:
             probe.start()
+            result["startup"] = time.perf_counter() - t_start
             table = app.main_screen.table  # type: ignore[attr-defined]
             deadline = time.perf_counter() + args.timeout
             while table.row_count < args.jobs and time.perf_counter() < deadline:
@@ -217,12 +309,28 @@ async def measure_backend(url: str, label: str, args: argparse.Namespace) -> dic
             result["rows_shown"] = table.row_count
             full = [h for h in handler_times if h[0] >= args.jobs]
             result["first_handler"] = full[0][3] if full else math.nan
+            first_full = next((t for step, t in fetches if step == "full"), math.nan)
+            result["first_fetch"] = first_full
             c.log(f"{label}: first full table after {result['first_table']:.3f} s")
             await asyncio.sleep(2 * args.refresh)  # let the first ticks settle
 
-            # One refresh in which args.changed rows changed.
+            # Idle: nothing changes; count what the console asks (and how many rows it reads).
+            idle = await count_idle(counter, handler_times, args.idle)
+            result.update({f"idle_{k}": v for k, v in idle.items()})
+            result["rss_mb"] = c.rss_mb()
+            result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            c.log(f"{label}: idle counted ({idle['qps']:.2f} SELECT/s)")
+
+            # One refresh in which args.changed rows changed. If the loop then stays
+            # blocked past --stall-limit, the watchdog prints what we know and exits.
+            for key in ("refresh_handler", "refresh_loop", "refresh_stall", "refresh_wall"):
+                result[key] = math.nan
+            PARTIAL.append(result)
             seen = len(handler_times)
             await asyncio.to_thread(change_rows, url, args.changed)
+            watchdog = Watchdog(
+                probe, args.stall_limit, lambda: emergency(result, args, handler_times[seen:])
+            )
             deadline = time.perf_counter() + args.timeout
             hit = None
             while hit is None and time.perf_counter() < deadline:
@@ -232,43 +340,31 @@ async def measure_backend(url: str, label: str, args: argparse.Namespace) -> dic
             # that, then a little more, and add up every stall of the loop since the handler.
             await pilot.pause()
             await asyncio.sleep(0.3)
+            watchdog.stop()
             settled = time.perf_counter()
             if hit is not None:
                 result["refresh_handler"] = hit[3]
                 result["refresh_loop"] = max(hit[3], probe.busy_between(hit[1], settled))
                 result["refresh_stall"] = max(hit[3], probe.longest_between(hit[1], settled))
                 result["refresh_wall"] = settled - 0.3 - hit[1]
-                paused = sum(1 for j in table.jobs.values() if j.intent == "PAUSED")
-                result["paused_seen"] = paused
-            else:
-                for key in ("refresh_handler", "refresh_loop", "refresh_stall", "refresh_wall"):
-                    result[key] = math.nan
             c.log(f"{label}: {args.changed}-row refresh applied")
-            # Idle: nothing changes; count what the console asks.
-            await asyncio.sleep(args.refresh)
-            counter.counts.clear()
-            counter.active = True
-            t0 = time.perf_counter()
-            await asyncio.sleep(args.idle)
-            counter.active = False
-            elapsed = time.perf_counter() - t0
-            counts = dict(counter.counts)
-            result["idle_counts"] = counts
-            result["idle_seconds"] = elapsed
-            result["idle_qps"] = counts.get("SELECT", 0) / elapsed
-            result["idle_statements_ps"] = (
-                sum(v for k, v in counts.items() if not k.startswith("(")) / elapsed
-            )
-            result["idle_checkouts_ps"] = counts.get("(pool checkout)", 0) / elapsed
-            result["rss_mb"] = c.rss_mb()
+            after = await count_idle(counter, handler_times, min(args.idle, 5.0))
+            result["after_rows_ps"] = after["rows_ps"]
             result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            PARTIAL.remove(result)
             probe.stop()
-            c.log(f"{label}: idle counted; quitting")
             await pilot.press("q")
     finally:
         app_class.on_jobs_refreshed = original  # type: ignore[attr-defined]
+        RefreshPlan.fetch = original_fetch  # type: ignore[method-assign]
         store.close()
     return result
+
+
+def ms_or_blocked(value: float, args: argparse.Namespace) -> str:
+    if isinstance(value, float) and math.isinf(value):
+        return f"> {args.stall_limit * 1000:.0f}"
+    return c.ms(value)
 
 
 def verdict(value: float, target: float) -> str:
@@ -293,6 +389,13 @@ def render(results: list[dict[str, Any]], header: list[str], args: argparse.Name
             ],
             [
                 label,
+                "  of which app start-up until run_test is ready (ms)",
+                c.ms(r.get("startup", math.nan)),
+                "",
+                "",
+            ],
+            [
+                label,
                 "  of which the first refresh handler (ms)",
                 c.ms(r.get("first_handler", math.nan)),
                 "",
@@ -300,8 +403,15 @@ def render(results: list[dict[str, Any]], header: list[str], args: argparse.Name
             ],
             [
                 label,
+                "  of which the first fetch, in a thread (ms)",
+                c.ms(r.get("first_fetch", math.nan)),
+                "",
+                "",
+            ],
+            [
+                label,
                 f"{args.changed}-row refresh: event-loop time (ms)",
-                c.ms(r["refresh_loop"]),
+                ms_or_blocked(r["refresh_loop"], args),
                 f"<= {TARGETS['refresh_loop'] * 1000:g}",
                 verdict(r["refresh_loop"], TARGETS["refresh_loop"]),
             ],
@@ -312,7 +422,13 @@ def render(results: list[dict[str, Any]], header: list[str], args: argparse.Name
                 "",
                 "",
             ],
-            [label, "  longest single stall (ms)", c.ms(r["refresh_stall"]), "", ""],
+            [
+                label,
+                "  longest single stall (ms)",
+                ms_or_blocked(r["refresh_stall"], args),
+                "",
+                "",
+            ],
             [label, "  until idle again, wall clock (ms)", c.ms(r["refresh_wall"]), "", ""],
             [
                 label,
@@ -329,6 +445,14 @@ def render(results: list[dict[str, Any]], header: list[str], args: argparse.Name
                 "",
             ],
             [label, "  idle pool checkouts/s", f"{r['idle_checkouts_ps']:.2f}", "", ""],
+            [label, "  idle job rows read/s", f"{r['idle_rows_ps']:.0f}", "", ""],
+            [
+                label,
+                f"  job rows read/s, idle after the {args.changed}-row change",
+                f"{r['after_rows_ps']:.0f}" if "after_rows_ps" in r else "-",
+                "",
+                "",
+            ],
             [
                 label,
                 "resident memory (MB)",
@@ -342,6 +466,8 @@ def render(results: list[dict[str, Any]], header: list[str], args: argparse.Name
     for r in results:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(r["idle_counts"].items()))
         out.append(f"{r['backend']}: idle {r['idle_seconds']:.1f} s sent: {counts or 'nothing'}")
+        if r.get("note"):
+            out.append(f"{r['backend']}: {r['note']}")
     return "\n".join(out)
 
 
@@ -355,6 +481,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--width", type=int, default=160)
     p.add_argument("--height", type=int, default=48)
     p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument(
+        "--stall-limit",
+        type=float,
+        default=120.0,
+        help="give up when the event loop stays blocked this long after the change",
+    )
     p.add_argument("--server", default=None, help="MariaDB URL without database")
     p.add_argument(
         "--database", default="jobtui_bench", help="scratch database (created and dropped)"
@@ -379,7 +511,8 @@ def main(argv: list[str] | None = None) -> int:
         f"settings: {args.jobs} jobs, {args.changed} changed in one refresh, --refresh "
         f"{args.refresh}, terminal {args.width}x{args.height}, idle window {args.idle} s"
     )
-    results = []
+    HEADER[:] = header
+    results = DONE
     for backend in args.backend_list:
         if backend == "sqlite":
             tmp = tempfile.mkdtemp(prefix="jobtui-console-bench-")
