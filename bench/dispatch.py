@@ -1,11 +1,13 @@
 """Dispatch on time: jobtui against MariaDB's Event Scheduler and APScheduler 3.x.
 
-Each system in turn fires N jobs every second for T seconds on the whole-second
-grid (the first slot is a whole second a few seconds ahead, the last is T - 1
-seconds later). Every firing inserts (system, job, NOW(6)) into the table
-``jobtui_bench.ledger``. Lateness is measured the same way for every system:
-the ledger time minus the nominal slot, the start of the whole second the
-firing landed in. For jobtui the run log adds the exact figure
+Each system in turn fires N jobs every second on the whole-second grid: a few
+warm-up slots (``--warmup``, default 2, not counted), then T measured slots
+(``--seconds``). Every firing inserts (system, job, NOW(6)) into the table
+``ledger`` of the scratch database. Lateness is measured the same way for
+every system: the ledger time minus the nominal slot, the start of the whole
+second the firing landed in. A firing more than a second late lands in a later
+second: the table counts those as ``slipped`` and the (job, second) pairs
+nobody fired as ``missed``. For jobtui the run log adds the exact figure
 (``started - scheduled_for``) and the ledger time minus the run's own slot.
 
     python bench/dispatch.py --jobs 100,1000,3000 --seconds 20
@@ -13,19 +15,20 @@ firing landed in. For jobtui the run log adds the exact figure
 Systems (``--systems``, default all):
 
 - ``jobtui``: one ``python -m jobtui.core.runner`` process; each job is
-  ``call jobtui_bench.fire(<job no>)``, ``every 1`` from the first slot;
+  ``call <db>.fire(<job no>)``, ``every 1`` from the first slot;
 - ``jobtui2``: the same with two worker processes;
 - ``events``: MariaDB's Event Scheduler, N events ``EVERY 1 SECOND STARTS
   <first slot>`` whose body is the insert (the scheduler is switched back to
   its former state afterwards);
 - ``apscheduler``: APScheduler 3.x, BackgroundScheduler with an
-  SQLAlchemyJobStore in ``jobtui_bench``, a thread pool, interval trigger 1 s,
-  ``misfire_grace_time=None``, ``coalesce=False``; each firing inserts through
-  a pooled connection.
+  SQLAlchemyJobStore in the scratch database, a thread pool, interval trigger
+  1 s, ``misfire_grace_time=None``, ``coalesce=False``; each firing inserts
+  through a pooled connection.
 
-CPU seconds are measured with psutil over the measured window: the worker (or
-APScheduler) process, and the mariadbd process (the only CPU the Event
-Scheduler uses). The database ``jobtui_bench`` is created for each system and
+CPU seconds over the measured window: the worker (or APScheduler) processes,
+and the mariadbd process (the only CPU the Event Scheduler uses; on a shared
+server it includes everyone else's queries). The scratch database
+(``--database``, default ``jobtui_bench``) is created for each system and
 dropped at the end (``--keep`` leaves the last one).
 """
 
@@ -260,7 +263,7 @@ def run_events(server: str, jobs: int, seconds: int, args: argparse.Namespace) -
         cur.execute("SELECT @@GLOBAL.event_scheduler")
         before = str(cur.fetchone()[0])
         cur.execute("SET GLOBAL event_scheduler = OFF")
-    start = c.next_whole_second(args.lead + jobs * 0.002)
+    start = c.next_whole_second(args.lead + jobs * 0.004)
     last = start + timedelta(seconds=args.warmup + seconds - 1)  # ENDS is inclusive
     try:
         with conn.cursor() as cur:
@@ -315,12 +318,17 @@ def run_apscheduler(server: str, jobs: int, seconds: int, args: argparse.Namespa
         "--start",
         str(start.timestamp()),
     ]
-    child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=c.REPO)
+    logdir = Path(tempfile.mkdtemp(prefix="jobtui-bench-"))
+    log = open(logdir / "apscheduler.log", "wb")  # noqa: SIM115 - closed below
+    result.extra["logs"] = str(logdir)
+    child = subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=c.REPO
+    )
     try:
         assert child.stdout is not None and child.stdin is not None
         line = child.stdout.readline().decode().strip()
         if line != "ready":
-            raise RuntimeError(f"APScheduler child failed to start ({line!r})")
+            raise RuntimeError(f"APScheduler failed to start: see {logdir / 'apscheduler.log'}")
         if datetime.now(UTC) > start - timedelta(seconds=0.5):
             result.note = "setup overran the first slot"
         _measure(result, conn, [_ps(child.pid)], start + timedelta(seconds=args.warmup), args)
@@ -332,6 +340,7 @@ def run_apscheduler(server: str, jobs: int, seconds: int, args: argparse.Namespa
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
+        log.close()
     conn.close()
     return result
 
