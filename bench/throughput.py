@@ -307,7 +307,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=10.0, help="measured window per phase")
     p.add_argument("--warmup", type=float, default=3.0, help="seconds before measuring")
     p.add_argument("--processes", default="1,2", help="worker process counts to measure")
-    p.add_argument("--threads", type=int, default=4, help="threads per worker")
+    p.add_argument("--threads", type=int, default=10, help="threads per worker")
     p.add_argument("--poll", type=float, default=1.0, help="worker --poll")
     p.add_argument("--profile-seconds", type=float, default=5.0)
     p.add_argument("--no-profile", action="store_true", help="skip the in-process statement count")
