@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
+import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -1395,3 +1396,71 @@ def test_tables_are_utf8mb4_on_a_latin1_database(clock: FakeClock) -> None:
         with conn.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
         conn.close()
+
+
+# ---------------------------------------------------------------------- concurrency
+
+
+def test_concurrent_submits_of_one_name_create_one_job(db_url: str) -> None:
+    stores = [open_store(db_url) for _ in range(4)]
+    barrier = threading.Barrier(len(stores))
+    outcomes: list[str] = []
+
+    def submit(s: JobStore) -> None:
+        barrier.wait()
+        try:
+            sql_every(s, "racer")
+            outcomes.append("created")
+        except InvalidInput as exc:
+            outcomes.append("exists" if "already exists" in str(exc) else str(exc))
+        except Exception as exc:  # a traceback-worthy error is what this test hunts
+            outcomes.append(f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=submit, args=(s,)) for s in stores]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert sorted(outcomes) == ["created", "exists", "exists", "exists"]
+        assert len(stores[0].list_jobs()) == 1
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_concurrent_steering_keeps_status_derived(db_url: str) -> None:
+    stores = [open_store(db_url) for _ in range(3)]
+    sql_every(stores[0], "steered")
+    errors: list[str] = []
+    plans = [
+        ["pause", "resume"] * 6,
+        ["broken_on", "broken_off"] * 6,
+        ["disable", "enable", "abort", "resume"] * 3,
+    ]
+
+    def steer(s: JobStore, plan: list[str]) -> None:
+        for op in plan:
+            try:
+                step(s, "steered", op)
+            except InvalidInput:
+                pass  # e.g. pause while another thread disabled it: refused, fine
+            except Exception as exc:
+                errors.append(f"{op}: {type(exc).__name__}: {exc}")
+
+    threads = [
+        threading.Thread(target=steer, args=(s, p)) for s, p in zip(stores, plans, strict=True)
+    ]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert errors == []
+        job = stores[0].get("steered")
+        assert_status_derived(stores[0], job)
+        assert job.status in (Status.ENABLED, Status.RESUMED, Status.ABORTED, Status.PAUSED)
+        assert job.broken is False
+    finally:
+        for s in stores:
+            s.close()
