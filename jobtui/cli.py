@@ -17,14 +17,15 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, NoReturn
 
 from jobtui import __version__
 from jobtui.core.db import ENV_VAR, mask_text, mask_url, resolve_url
 from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobtuiError
-from jobtui.core.model import Job, Run, What
+from jobtui.core.model import Job, Run, What, check_job_name
 from jobtui.core.store import UNSET, JobStore, RunnerInfo, open_store, translate_db_error
 from jobtui.core.timeutil import aware, iso, parse_when
 
@@ -418,6 +419,15 @@ def _open(args: argparse.Namespace, *, read_only: bool = False) -> JobStore:
         ) from None
 
 
+@contextmanager
+def _store(args: argparse.Namespace, *, read_only: bool = False) -> Iterator[JobStore]:
+    store = _open(args, read_only=read_only)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
 def _print(text: str = "") -> None:
     print(text)
 
@@ -432,12 +442,9 @@ def _print_json(value: Any) -> None:
 def cmd_init(args: argparse.Namespace) -> int:
     from jobtui.core.schema import SCHEMA_VERSION
 
-    store = _open(args)
-    try:
+    with _store(args) as store:
         store.ping()
         _print(f"initialised {store.masked_url} (schema version {SCHEMA_VERSION})")
-    finally:
-        store.close()
     return EXIT_OK
 
 
@@ -495,6 +502,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from jobtui.core.schedules import make_schedule
     from jobtui.core.store import DEFAULT_MAX_FAILURES
 
+    check_job_name(args.name)
     what = _what_from_args(args, required=True)
     assert what is not None
     kind = _schedule_kind(args, required=True)
@@ -508,8 +516,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         start=_when(args.start, "--start"),
         finish=_when(args.finish, "--finish"),
     )
-    store = _open(args)
-    try:
+    with _store(args) as store:
         job = store.submit(
             args.name,
             what,
@@ -520,8 +527,6 @@ def cmd_submit(args: argparse.Namespace) -> int:
             ),
             disabled=args.disabled,
         )
-    finally:
-        store.close()
     return _report_job(args, job, "submitted")
 
 
@@ -544,8 +549,7 @@ def cmd_change(args: argparse.Namespace) -> int:
             "`jobtui submit` (see `jobtui change --help`)"
         )
     what = _what_from_args(args, required=False)
-    store = _open(args)
-    try:
+    with _store(args) as store:
         if what is None and args.args is not None:
             # --arg alone: new arguments for the procedure or action the job already runs
             current = store.get(args.name).what
@@ -566,17 +570,12 @@ def cmd_change(args: argparse.Namespace) -> int:
             max_failures=args.max_failures,
             disabled=True if args.disabled else (False if args.enable else None),
         )
-    finally:
-        store.close()
     return _report_job(args, job, "changed")
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    store = _open(args)
-    try:
+    with _store(args) as store:
         job = store.remove(args.name)
-    finally:
-        store.close()
     _print(f"removed job {job.name} (its run log is kept)")
     return EXIT_OK
 
@@ -602,14 +601,11 @@ def _report_job(args: argparse.Namespace, job: Job, done: str) -> int:
 
 def cmd_steer(args: argparse.Namespace) -> int:
     method, done = STEERING[args.command]
-    store = _open(args)
-    try:
+    with _store(args) as store:
         job = getattr(store, method)(args.name)
         idle = args.command == "run-now" and not any(
             r.alive(store.now(), HEARTBEAT_TIMEOUT) and not r.stopping for r in store.runners()
         )
-    finally:
-        store.close()
     if args.json:
         _print_json(job_dict(job))
         return EXIT_OK
@@ -629,11 +625,8 @@ def cmd_broken(args: argparse.Namespace) -> int:
     next_run = _when(args.next, "--next")
     if next_run is not None and args.on:
         raise InvalidInput("--next is only accepted with --off")
-    store = _open(args)
-    try:
+    with _store(args) as store:
         job = store.broken(args.name, bool(args.on), next_run=next_run)
-    finally:
-        store.close()
     if args.json:
         _print_json(job_dict(job))
     elif args.on:
@@ -680,11 +673,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    store = _open(args)
-    try:
+    with _store(args) as store:
         jobs = store.list_jobs(all_owners=args.all)
-    finally:
-        store.close()
     if args.json:
         _print_json([job_dict(j) for j in jobs])
         return EXIT_OK
@@ -715,12 +705,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    store = _open(args)
-    try:
+    with _store(args) as store:
         job = store.get(args.name)
         upcoming = store.preview(job, UPCOMING)
-    finally:
-        store.close()
     if args.json:
         data = job_dict(job)
         data["upcoming"] = [iso(t) for t in upcoming]
@@ -761,11 +748,8 @@ def _plain(value: Any) -> str:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    store = _open(args)
-    try:
+    with _store(args) as store:
         runs = store.runs(args.name, limit=args.limit, outcome=args.outcome, all_owners=args.all)
-    finally:
-        store.close()
     if args.json:
         _print_json([r.to_dict() for r in runs])
         return EXIT_OK
@@ -822,12 +806,9 @@ def runner_dict(info: RunnerInfo, now: datetime) -> dict[str, Any]:
 
 
 def cmd_runners(args: argparse.Namespace) -> int:
-    store = _open(args)
-    try:
+    with _store(args) as store:
         infos = store.runners()
         now = store.now()
-    finally:
-        store.close()
     rows = [runner_dict(i, now) for i in infos]
     if args.json:
         _print_json(rows)
@@ -857,11 +838,8 @@ def cmd_runners(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    store = _open(args)
-    try:
+    with _store(args) as store:
         jobs = store.export(all_owners=args.all)
-    finally:
-        store.close()
     if args.format == "yaml":
         import yaml
 
@@ -902,11 +880,8 @@ def read_definitions(path: str) -> Any:
 
 def cmd_import(args: argparse.Namespace) -> int:
     data = read_definitions(args.file)
-    store = _open(args)
-    try:
+    with _store(args) as store:
         created, changed = store.import_jobs(data)
-    finally:
-        store.close()
     _print(f"imported {created + changed} job(s): {created} created, {changed} changed")
     return EXIT_OK
 
@@ -931,15 +906,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
         from jobtui.core.runner import worker_main
     except ImportError as exc:
         raise _missing("runner", "jobtui.core.runner", exc) from None
-    store = _open(args)
-    try:
+    with _store(args) as store:
         return int(
             worker_main(
                 store, threads=args.threads, poll=args.poll, name=args.name, grace=args.grace
             )
         )
-    finally:
-        store.close()
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -947,11 +919,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         from jobtui.core.runner import run_foreground
     except ImportError as exc:
         raise _missing("runner", "jobtui.core.runner", exc) from None
-    store = _open(args)
-    try:
+    with _store(args) as store:
         return int(run_foreground(store, args.name))
-    finally:
-        store.close()
 
 
 def _run_console(store: JobStore, **options: Any) -> int:
@@ -968,8 +937,7 @@ def _run_console(store: JobStore, **options: Any) -> int:
 def cmd_console(args: argparse.Namespace) -> int:
     if args.read_only and args.runners:
         raise InvalidInput("--read-only watches only: it cannot host runners (--runners 0)")
-    store = _open(args, read_only=args.read_only)
-    try:
+    with _store(args, read_only=args.read_only) as store:
         return _run_console(
             store,
             runners=args.runners,
@@ -977,8 +945,6 @@ def cmd_console(args: argparse.Namespace) -> int:
             refresh=args.refresh,
             all_owners=args.all,
         )
-    finally:
-        store.close()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
