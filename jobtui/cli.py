@@ -188,7 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="jobtui: a database job scheduler (DBMS_JOB for MySQL/MariaDB and "
         "SQLite) with a live operator console. With no verb it starts the console.",
         epilog="Exit codes: 0 ok; 2 bad input, unknown job or refused; 1 database "
-        "unreachable or failing; 130 interrupted. See docs/cli.md.",
+        "unreachable or failing; 3 `run`: the job was aborted or removed; 130 interrupted; "
+        "141 stdout closed. Database: --db, else $JOBTUI_DB, else the default SQLite file. "
+        "See docs/cli.md.",
     )
     _db_option(parser, top=True)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
