@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -1464,3 +1465,23 @@ def test_concurrent_steering_keeps_status_derived(db_url: str) -> None:
     finally:
         for s in stores:
             s.close()
+
+
+def test_sqlite_file_uses_wal_and_a_busy_timeout(sqlite_url: str) -> None:
+    s = open_store(sqlite_url)
+    try:
+        with s.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 5000
+            conn.rollback()
+        # writes take the write lock up front (BEGIN IMMEDIATE): a second writer waits
+        with s.write() as conn:
+            assert conn.exec_driver_sql("PRAGMA main.journal_mode").scalar() == "wal"
+            other = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), timeout=0.1)
+            try:
+                with pytest.raises(sqlite3.OperationalError, match="locked"):
+                    other.execute("BEGIN IMMEDIATE")
+            finally:
+                other.close()
+    finally:
+        s.close()
