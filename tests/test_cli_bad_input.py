@@ -107,6 +107,19 @@ SQLITE_CASES: list[Any] = [
     pytest.param(["submit", "x", *S, "--expr", "NOW()"], 2, "not after NOW()", id="expr-not-later"),
     pytest.param(["change", "nightly"], 2, "nothing to change", id="change-nothing"),
     pytest.param(
+        ["change", "nightly", "--description", "new", "--every", "0"],
+        2,
+        "invalid --every",
+        id="change-half-valid",
+    ),
+    pytest.param(
+        ["change", "nightly", "--description", "new", "--sql", "SELECT 1; SELECT 2"],
+        2,
+        "more than one SQL statement",
+        id="change-bad-sql",
+    ),
+    pytest.param(["remove", "nope"], 2, "unknown job 'nope'", id="remove-unknown"),
+    pytest.param(
         ["change", "nightly", "--start", "2030-01-01", "--no-start"],
         2,
         "not both",
