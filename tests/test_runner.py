@@ -434,3 +434,20 @@ def test_run_foreground_holds_the_job_against_pools(store: JobStore, pools: list
     assert len(runs) >= 3
     assert other.runner_id not in {r.runner for r in runs}
     assert store.get("mine").status is Status.FINISHED
+
+
+def test_expr_schedule_is_evaluated_at_run_start(store: JobStore, pools: list) -> None:
+    make_ledger(store)
+    expr = "datetime(NOW(), '+1 day')" if store.is_sqlite else "NOW() + INTERVAL 1 DAY"
+    store.submit("daily", ledger_sql("daily"), make_schedule("expr", expr=expr))
+    store.submit("last", ledger_sql("last"), make_schedule("expr", expr="NULL"))
+    start_pool(pools, store)
+    assert wait_for(lambda: ok_runs(store, "daily") and ok_runs(store, "last"), 10)
+    assert wait_for(lambda: store.get("last").status is Status.FINISHED, 5)
+    [run] = ok_runs(store, "daily")
+    job = store.get("daily")
+    assert job.status is Status.SLEEPING
+    assert job.next_run is not None
+    # (SQLite's datetime() keeps whole seconds)
+    assert abs((job.next_run - run.started - timedelta(days=1)).total_seconds()) < 1.0
+    assert store.get("last").next_run is None

@@ -295,6 +295,8 @@ def test_every_runner_connection_killed_at_once(
     for w in workers:
         assert w.proc.poll() is None, w.log()  # still alive
         assert w.terminate() == 0, w.log()
+        print(w.log()[-3000:])
+        assert "Traceback" not in w.log(), w.log()
     by_job = check_exclusive(store)
     ledger = ledger_counts(store)
     for i in range(8):

@@ -22,6 +22,7 @@ import itertools
 import logging
 import os
 import queue
+import random
 import secrets
 import signal
 import socket
@@ -36,14 +37,14 @@ from typing import Any
 
 from sqlalchemy import and_, delete, insert, or_, select, text, update
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from jobtui.core import claims, executor, schema
 from jobtui.core.db import make_engine, mask_text
-from jobtui.core.errors import JobLocked
+from jobtui.core.errors import JobLocked, JobtuiError
 from jobtui.core.model import Job, Outcome, Schedule, Status
 from jobtui.core.schedules import next_slot
-from jobtui.core.store import JobStore, job_from_row
+from jobtui.core.store import JobStore, job_from_row, translate_db_error
 from jobtui.core.timeutil import Clock, aware, from_db, iso, to_db
 from jobtui.core.transitions import derive_status, is_due_for_schedule, retry_time
 
@@ -53,6 +54,7 @@ DEFAULT_THREADS = 4
 DEFAULT_POLL = 1.0
 DEFAULT_HEARTBEAT_TIMEOUT = 15.0
 ABORT_CHECK_INTERVAL = 0.3
+BACKLOG_PER_THREAD = 4
 MAX_ERROR_LENGTH = 8000
 MAX_COALESCE_STEPS = 100_000
 RECONNECT_CAP = 5.0
@@ -225,10 +227,15 @@ class RunnerPool:
             self._engine = self.store.engine
         else:
             self._engine = make_engine(url, pool_size=self.threads + 3)
-        if self.mysql:
-            with self.engine.connect() as conn:
-                self._schema = claims.current_schema(conn)
-        self._register()
+        try:
+            if self.mysql:
+                with self.engine.connect() as conn:
+                    self._schema = claims.current_schema(conn)
+            self._register()
+        except SQLAlchemyError as exc:
+            if self._engine is not self.store.engine:
+                self.engine.dispose()
+            raise translate_db_error(exc) from exc
         self.running = True
         for i in range(self.threads):
             self._spawn(self._worker_loop, f"jobtui-worker-{i}")
@@ -302,12 +309,13 @@ class RunnerPool:
             self._wake.wait(wait)
 
     def _schedule_once(self) -> float:
-        """Dispatch due jobs to idle threads; return how long to sleep."""
+        """Queue due jobs for the worker threads; return how long to sleep."""
         now = self.now()
         horizon = now + timedelta(seconds=self.poll)
         with self._lock:
             busy = set(self._active)
-        free = self.threads - len(busy)
+        # A short backlog beyond the idle threads keeps them busy without a query per run.
+        capacity = self.threads * BACKLOG_PER_THREAD - len(busy)
         j = schema.job
         eligible = and_(
             j.c.intent == "ENABLED",
@@ -320,7 +328,7 @@ class RunnerPool:
             select(j.c.id, j.c.next_run, j.c.run_now, j.c.locked_by, j.c.locked_until)
             .where(j.c.running.is_(False), or_(j.c.run_now.is_(True), eligible))
             .order_by(j.c.run_now.desc(), j.c.next_run)
-            .limit(self.threads * 2 + len(busy) + 1)
+            .limit(max(capacity, 0) + len(busy) + 1)
         )
         if self.only_job is not None:
             query = query.where(j.c.id == self.only_job)
@@ -329,7 +337,7 @@ class RunnerPool:
             conn.rollback()
         mono = time.monotonic()
         earliest: datetime | None = None
-        waiting_for_thread = False
+        due: list[tuple[float, int]] = []
         for row in rows:
             jid = int(row.id)
             if jid in busy or self._cooldown.get(jid, 0.0) > mono:
@@ -342,23 +350,28 @@ class RunnerPool:
             ):
                 continue  # SQLite lease held by another runner
             nxt = from_db(row.next_run)
-            if row.run_now or (nxt is not None and nxt <= now):
-                if free <= 0:
-                    waiting_for_thread = True
-                    continue
-                free -= 1
-                with self._lock:
-                    self._active[jid] = None
-                self._queue.put(("run", jid))
+            if row.run_now:
+                due.append((0.0, jid))
+            elif nxt is not None and nxt <= now:
+                # 0.1 s buckets, shuffled inside: pools sharing a database start on
+                # different jobs instead of all fighting over the same first one.
+                due.append((1.0 + (nxt - now).total_seconds() // 0.1 + random.random(), jid))
             elif nxt is not None and (earliest is None or nxt < earliest):
                 earliest = nxt
+        due.sort()
+        taken = due[: max(capacity, 0)]
+        with self._lock:
+            for _, jid in taken:
+                self._active[jid] = None
+        for _, jid in taken:
+            self._queue.put(("run", jid))
         if len(self._cooldown) > 1000:
             self._cooldown = {k: v for k, v in self._cooldown.items() if v > mono}
-        if waiting_for_thread:
-            return self.poll  # a finishing worker wakes the loop
+        if len(due) > len(taken) or len(rows) > max(capacity, 0) + len(busy):
+            return self.poll  # more are due: a worker running low on work wakes the loop
         if earliest is None:
             return self.poll
-        return max(0.005, min(self.poll, (earliest - self.now()).total_seconds()))
+        return max(0.002, min(self.poll, (earliest - self.now()).total_seconds()))
 
     def _worker_loop(self) -> None:
         session = _Session(self.engine, self.mysql)
@@ -381,7 +394,8 @@ class RunnerPool:
                     if kind == "run":
                         with self._lock:
                             self._active.pop(jid, None)
-                        self._wake.set()
+                        if self._queue.qsize() < self.threads:
+                            self._wake.set()
         finally:
             session.discard()
 
@@ -476,7 +490,15 @@ class RunnerPool:
         return now + timedelta(seconds=self.heartbeat_timeout)
 
     def _process(self, session: _Session, job_id: int) -> None:
-        run = self._claim(session, job_id)
+        try:
+            run = self._claim(session, job_id)
+        except Exception as exc:
+            if not claims.is_disconnect(exc):
+                raise
+            # The held connection died while idle (server restart, KILL): once more on a
+            # fresh one. Safe: a claim that did commit left running=1, so this finds it taken.
+            session.discard()
+            run = self._claim(session, job_id)
         if run is None:
             return
         with self._lock:
@@ -1183,6 +1205,8 @@ def finish_values(
 def _describe(exc: BaseException) -> str:
     """One readable line for an error (driver errors without SQLAlchemy's noise)."""
     orig: Any = getattr(exc, "orig", None) if isinstance(exc, DBAPIError) else None
+    if orig is None and type(exc).__module__.startswith(("pymysql", "sqlite3")):
+        orig = exc  # raw driver errors from the executor's own cursor
     if orig is not None:
         args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
         if len(args) >= 2 and isinstance(args[0], int):
@@ -1316,14 +1340,14 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
-    store = open_store(args.db)
+    try:
+        store = open_store(args.db)
+    except JobtuiError as exc:
+        print(f"jobtui: {exc}", file=sys.stderr)
+        return exc.exit_code
     try:
         if args.run:
-            try:
-                return run_foreground(store, args.run, poll=args.poll)
-            except JobLocked as exc:
-                print(f"jobtui: {exc}", file=sys.stderr)
-                return 2
+            return run_foreground(store, args.run, poll=args.poll)
         return worker_main(
             store,
             threads=args.threads,
@@ -1332,6 +1356,9 @@ def main(argv: list[str] | None = None) -> int:
             grace=args.grace,
             heartbeat_timeout=args.heartbeat_timeout,
         )
+    except JobtuiError as exc:
+        print(f"jobtui: {exc}", file=sys.stderr)
+        return exc.exit_code
     finally:
         store.close()
 
