@@ -433,6 +433,10 @@ def test_cron_first_run_at_a_slot_is_now() -> None:
         "a b c d e",
         "*/0 * * * *",
         "* * * * * 60",
+        "R * * * *",
+        "0 R(1-5) * * *",
+        "H * * * *",
+        "0 0 * * r",
     ],
 )
 def test_check_cron_refuses(cron: str) -> None:
@@ -442,6 +446,14 @@ def test_check_cron_refuses(cron: str) -> None:
 
 def test_check_cron_normalises_spacing() -> None:
     assert check_cron("  */5   *  * * * ") == "*/5 * * * *"
+
+
+@pytest.mark.parametrize(
+    "cron",
+    ["0 0 * * MON-FRI", "0 0 1 JAN,MAR *", "0 0 * * THU", "0 0 L * *", "0 0 * * 5#3", "0 0 ? * *"],
+)
+def test_check_cron_accepts_names_and_croniter_extensions(cron: str) -> None:
+    assert check_cron(cron) == cron
 
 
 # ---------------------------------------------------------------------- once, expr

@@ -32,6 +32,12 @@ _FORBIDDEN_EXPR = re.compile(
 )
 
 
+_CRON_NAMES = re.compile(
+    r"jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun",
+    re.IGNORECASE,
+)
+
+
 def parse_every(value: float | str) -> float:
     """Seconds between runs: a number >= 0.1 (fractions allowed)."""
     try:
@@ -73,6 +79,12 @@ def check_cron(expr: str, tz: str | None = None) -> str:
             "weekday) or 6 with seconds last, e.g. '*/5 * * * *'"
         )
     normal = " ".join(fields)
+    for spec in fields:
+        if re.search(r"[RH]", _CRON_NAMES.sub("", spec), re.IGNORECASE):
+            raise InvalidInput(
+                f"invalid cron expression {expr!r}: random (R) and hashed (H) fields are not "
+                "accepted, since every runner and the preview must compute the same slots"
+            )
     try:
         valid = croniter.is_valid(normal)
     except Exception:  # croniter raises several types for odd input
