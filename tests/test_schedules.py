@@ -521,3 +521,13 @@ def test_format_seconds_round_trips(seconds: float) -> None:
     number, unit = text.split(" ")
     size = {"s": 1, "min": 60, "h": 3600, "d": 86400}[unit]
     assert math.isclose(float(number) * size, seconds, rel_tol=1e-5)
+
+
+def test_no_slot_beyond_the_calendar() -> None:
+    """Near year 9999 the schedule simply ends: no OverflowError reaches a runner."""
+    start = datetime(9998, 6, 1, tzinfo=UTC)
+    century = make_schedule("every", every=100 * 366 * 86400, start=start)
+    assert next_slot(century, start + timedelta(days=30), start) is None
+    yearly = make_schedule("cron", cron="0 0 1 1 *", start=start)
+    assert next_slot(yearly, start, start) == datetime(9999, 1, 1, tzinfo=UTC)
+    assert next_slot(yearly, datetime(9999, 1, 1, tzinfo=UTC), start) is None

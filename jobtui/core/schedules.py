@@ -12,7 +12,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from jobtui.core.errors import InvalidInput
 from jobtui.core.model import Schedule
@@ -199,6 +199,13 @@ def next_slot(schedule: Schedule, after: datetime, anchor: datetime) -> datetime
     job's creation time). ``expr`` and ``once`` schedules have no slot here:
     ``once`` has one run only, ``expr`` is evaluated by the database.
     """
+    try:
+        return _next_slot(schedule, after, anchor)
+    except (OverflowError, CroniterBadDateError):
+        return None  # past the last date Python can hold (year 9999): no more slots
+
+
+def _next_slot(schedule: Schedule, after: datetime, anchor: datetime) -> datetime | None:
     after = aware(after)
     if schedule.kind == "every":
         assert schedule.every is not None
@@ -219,7 +226,10 @@ def next_slot(schedule: Schedule, after: datetime, anchor: datetime) -> datetime
         if schedule.start and base < schedule.start:
             base = schedule.start - timedelta(microseconds=1)
         it = croniter(schedule.cron, base.astimezone(zone))
-        slot = aware(it.get_next(datetime))
+        try:
+            slot = aware(it.get_next(datetime))
+        except ValueError:  # dateutil: "year 10000 is out of range"
+            return None
         return _in_window(schedule, slot)
     return None
 
