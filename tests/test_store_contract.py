@@ -1485,3 +1485,12 @@ def test_sqlite_file_uses_wal_and_a_busy_timeout(sqlite_url: str) -> None:
                 other.close()
     finally:
         s.close()
+
+
+def test_preview_count_is_bounded(cstore: JobStore) -> None:
+    job = sql_every(cstore, "p", every=1)
+    assert cstore.preview(job, 0) == []
+    assert len(cstore.preview(job, 1000)) == 1000
+    for bad in (-1, 1001, 2.0, "5", True):
+        with pytest.raises(InvalidInput, match="count"):
+            cstore.preview(job, bad)  # type: ignore[arg-type]

@@ -53,6 +53,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 DEFAULT_MAX_FAILURES = 16
+MAX_PREVIEW = 1000
 MAX_MAX_FAILURES = 1_000_000
 UNSET: Any = object()
 
@@ -737,7 +738,11 @@ class JobStore:
         finished: bool = False,
     ) -> list[datetime]:
         """The next ``n`` run times of a schedule, starting from ``first`` when given."""
-        if finished:
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_PREVIEW:
+            raise InvalidInput(
+                f"invalid count {n!r}: expected a whole number from 0 to {MAX_PREVIEW}"
+            )
+        if finished or n == 0:
             return []
         now = self.now()
         anchor = anchor or schedule.start or now
