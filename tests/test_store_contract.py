@@ -534,8 +534,10 @@ def test_get_and_list_are_scoped_to_the_owner(cstore: JobStore) -> None:
 
     assert cstore.get("shared").owner == cstore.owner
     assert cstore.get("shared", owner="alice@%").owner == "alice@%"
-    with pytest.raises(JobNotFound):
+    with pytest.raises(JobNotFound, match="unknown job 'only_hers'"):
         cstore.get("only_hers")
+    with pytest.raises(JobNotFound, match="'only_mine' for owner 'alice@%'"):
+        cstore.get("only_mine", owner="alice@%")
     # steering her job by name from my account does not touch hers
     cstore.pause("shared")
     assert cstore.get("shared", owner="alice@%").status is Status.ENABLED

@@ -251,7 +251,7 @@ class JobStore:
                 select(schema.job).where(self._owner_filter(owner), schema.job.c.name == name)
             ).first()
         if row is None:
-            raise JobNotFound(name)
+            raise JobNotFound(name, owner)
         return job_from_row(row)
 
     @_db_errors
