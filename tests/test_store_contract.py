@@ -1496,3 +1496,36 @@ def test_preview_count_is_bounded(cstore: JobStore) -> None:
     for bad in (-1, 1001, 2.0, "5", True):
         with pytest.raises(InvalidInput, match="count"):
             cstore.preview(job, bad)  # type: ignore[arg-type]
+
+
+# DBMS_JOB's favourite INTERVALs, in each backend's SQL, evaluated at T0 (Monday 2030-01-07 12:00)
+INTERVALS = {
+    "sqlite": [
+        ("datetime(NOW(), '+1 hour')", datetime(2030, 1, 7, 13, 0, tzinfo=UTC)),
+        ("strftime('%Y-%m-01', NOW(), '+1 month')", datetime(2030, 2, 1, tzinfo=UTC)),
+        (
+            "datetime(NOW(), 'start of day', '+1 day', '+3 hours')",
+            datetime(2030, 1, 8, 3, tzinfo=UTC),
+        ),
+        ("date(NOW(), 'weekday 5')", datetime(2030, 1, 11, tzinfo=UTC)),
+    ],
+    "mysql": [
+        ("NOW() + INTERVAL 1 HOUR", datetime(2030, 1, 7, 13, 0, tzinfo=UTC)),
+        ("LAST_DAY(NOW()) + INTERVAL 1 DAY", datetime(2030, 2, 1, tzinfo=UTC)),
+        (
+            "STR_TO_DATE(DATE_FORMAT(NOW() + INTERVAL 1 MONTH, '%Y-%m-01'), '%Y-%m-%d')",
+            datetime(2030, 2, 1, tzinfo=UTC),
+        ),
+        ("TIMESTAMP(CURDATE() + INTERVAL 1 DAY, '03:00:00')", datetime(2030, 1, 8, 3, tzinfo=UTC)),
+        ("NOW() + INTERVAL 90 MINUTE", datetime(2030, 1, 7, 13, 30, tzinfo=UTC)),
+    ],
+}
+
+
+def test_interval_expressions(cstore: JobStore) -> None:
+    for i, (expr, expected) in enumerate(INTERVALS[cstore.backend]):
+        assert cstore.evaluate_expr(expr, T0) == expected, expr
+        job = cstore.submit(
+            f"interval{i}", What("sql", "SELECT 1"), make_schedule("expr", expr=expr)
+        )
+        assert cstore.preview(job, 2) == [T0, expected], expr
