@@ -226,6 +226,20 @@ def mariadb_process() -> Proc | None:
     return None
 
 
+def server_noise_line(seconds: float = 3.0) -> str:
+    """mariadbd's CPU use while this benchmark does nothing: the noise floor of its figures."""
+    proc = mariadb_process()
+    if proc is None:
+        return "mariadbd: not on this host (server CPU is not measured)"
+    before = proc.cpu_seconds()
+    time.sleep(seconds)
+    used = proc.cpu_seconds() - before
+    return (
+        f"mariadbd CPU before the runs, while this benchmark was idle: {used / seconds:.3f} s/s "
+        "(other clients' load; included in every server CPU figure)"
+    )
+
+
 def cpu_seconds(proc: Proc | None) -> float:
     return math.nan if proc is None else proc.cpu_seconds()
 

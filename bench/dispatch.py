@@ -598,6 +598,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child_apscheduler:
         return apscheduler_child(args)
     header = [*c.machine_lines(args.server), f"jobtui revision: {c.git_revision()}"]
+    header.append(c.server_noise_line())
     results: list[Result] = []
     status = 0
     try:

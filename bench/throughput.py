@@ -331,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     c.use_database(args.database)
     server = c.server_url(args.server)
     header = [*c.machine_lines(server), f"jobtui revision: {c.git_revision()}"]
+    header.append(c.server_noise_line())
     header.append(
         f"settings: {args.jobs} no-op call jobs every {args.every} s, {args.threads} threads per "
         f"worker, --poll {args.poll}, {args.warmup} s warm-up, {args.seconds} s measured"
