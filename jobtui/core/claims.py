@@ -86,3 +86,19 @@ def is_interrupt(exc: BaseException) -> bool:
         return True
     orig = getattr(exc, "orig", None) or exc
     return isinstance(orig, sqlite3.OperationalError) and "interrupted" in str(orig)
+
+
+def get_locks(conn: Connection, names: list[str]) -> dict[str, bool]:
+    """Try once (no wait) to take each named lock, in one round trip."""
+    if not names:
+        return {}
+    cols = ", ".join(f"GET_LOCK(:n{i}, 0)" for i in range(len(names)))
+    row = conn.execute(text(f"SELECT {cols}"), {f"n{i}": n for i, n in enumerate(names)}).one()
+    return {n: row[i] == 1 for i, n in enumerate(names)}
+
+
+def release_locks(conn: Connection, names: list[str]) -> None:
+    if not names:
+        return
+    cols = ", ".join(f"RELEASE_LOCK(:n{i})" for i in range(len(names)))
+    conn.execute(text(f"DO {cols}"), {f"n{i}": n for i, n in enumerate(names)})

@@ -55,6 +55,8 @@ DEFAULT_POLL = 1.0
 DEFAULT_HEARTBEAT_TIMEOUT = 15.0
 ABORT_CHECK_INTERVAL = 0.3
 BACKLOG_PER_THREAD = 4
+MAX_BATCH = 8  # short jobs claimed and recorded together when many are due
+SHORT_RUN = 0.05  # seconds: a job whose last run took less may be batched
 MAX_ERROR_LENGTH = 8000
 MAX_COALESCE_STEPS = 100_000
 RECONNECT_CAP = 5.0
@@ -137,7 +139,6 @@ class _Run:
     """A run this pool has claimed and not yet recorded."""
 
     job: Job
-    run_id: int
     slot: datetime
     manual: bool
     skipped: int
@@ -148,6 +149,7 @@ class _Run:
     abort_reason: str | None = None  # operator | removed | shutdown
     guard: threading.Lock = field(default_factory=threading.Lock)
     executing: bool = False
+    exec_start: datetime | None = None
 
 
 class RunnerPool:
@@ -191,7 +193,7 @@ class RunnerPool:
         self._lock = threading.Lock()
         self._active: dict[int, _Run | None] = {}  # job id -> run (None while claiming)
         self._cooldown: dict[int, float] = {}
-        self._queue: queue.Queue[tuple[str, int] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[str, list[int]] | None] = queue.Queue()
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._stopped = threading.Event()
@@ -240,7 +242,7 @@ class RunnerPool:
         for i in range(self.threads):
             self._spawn(self._worker_loop, f"jobtui-worker-{i}")
         if self.hold and self.only_job is not None:
-            self._queue.put(("hold", self.only_job))
+            self._queue.put(("hold", [self.only_job]))
         else:
             self.hold_ready.set()
         self._spawn(self._monitor_loop, "jobtui-monitor")
@@ -325,10 +327,18 @@ class RunnerPool:
             j.c.next_run <= to_db(horizon),
         )
         query = (
-            select(j.c.id, j.c.next_run, j.c.run_now, j.c.locked_by, j.c.locked_until)
+            select(
+                j.c.id,
+                j.c.next_run,
+                j.c.run_now,
+                j.c.locked_by,
+                j.c.locked_until,
+                j.c.last_duration,
+            )
             .where(j.c.running.is_(False), or_(j.c.run_now.is_(True), eligible))
             .order_by(j.c.run_now.desc(), j.c.next_run)
-            .limit(max(capacity, 0) + len(busy) + 1)
+            # more than we can take: pools sharing a database pick different random ones
+            .limit(max(capacity, 0) * 4 + len(busy) + 1)
         )
         if self.only_job is not None:
             query = query.where(j.c.id == self.only_job)
@@ -338,6 +348,7 @@ class RunnerPool:
         mono = time.monotonic()
         earliest: datetime | None = None
         due: list[tuple[float, int]] = []
+        short: set[int] = set()
         for row in rows:
             jid = int(row.id)
             if jid in busy or self._cooldown.get(jid, 0.0) > mono:
@@ -350,6 +361,8 @@ class RunnerPool:
             ):
                 continue  # SQLite lease held by another runner
             nxt = from_db(row.next_run)
+            if row.last_duration is not None and row.last_duration < SHORT_RUN:
+                short.add(jid)
             if row.run_now:
                 due.append((0.0, jid))
             elif nxt is not None and nxt <= now:
@@ -363,15 +376,25 @@ class RunnerPool:
         with self._lock:
             for _, jid in taken:
                 self._active[jid] = None
-        for _, jid in taken:
-            self._queue.put(("run", jid))
+        self._dispatch([jid for _, jid in taken], short)
         if len(self._cooldown) > 1000:
             self._cooldown = {k: v for k, v in self._cooldown.items() if v > mono}
-        if len(due) > len(taken) or len(rows) > max(capacity, 0) + len(busy):
+        if len(due) > len(taken) or len(rows) > max(capacity, 0) * 4 + len(busy):
             return self.poll  # more are due: a worker running low on work wakes the loop
         if earliest is None:
             return self.poll
         return max(0.002, min(self.poll, (earliest - self.now()).total_seconds()))
+
+    def _dispatch(self, jids: list[int], short: set[int]) -> None:
+        """Queue the jobs: one by one, except short ones when there are many (batches)."""
+        quick = [jid for jid in jids if jid in short]
+        size = min(MAX_BATCH, max(1, -(-len(quick) // self.threads)))
+        for jid in jids:
+            if jid not in short or size == 1:
+                self._queue.put(("run", [jid]))
+        if size > 1:
+            for i in range(0, len(quick), size):
+                self._queue.put(("run", quick[i : i + size]))
 
     def _worker_loop(self) -> None:
         session = _Session(self.engine, self.mysql)
@@ -380,12 +403,12 @@ class RunnerPool:
                 item = self._queue.get()
                 if item is None:
                     break
-                kind, jid = item
+                kind, jids = item
                 try:
                     if kind == "hold":
-                        self._take_hold(session, jid)
+                        self._take_hold(session, jids[0])
                     elif not self._stopping.is_set():
-                        self._process(session, jid)
+                        self._process(session, jids)
                 except Exception as exc:
                     log.warning("runner thread: %s", _describe(exc))
                     if claims.is_disconnect(exc):
@@ -393,7 +416,8 @@ class RunnerPool:
                 finally:
                     if kind == "run":
                         with self._lock:
-                            self._active.pop(jid, None)
+                            for jid in jids:
+                                self._active.pop(jid, None)
                         if self._queue.qsize() < self.threads:
                             self._wake.set()
         finally:
@@ -489,170 +513,209 @@ class RunnerPool:
     def _lease_end(self, now: datetime) -> datetime:
         return now + timedelta(seconds=self.heartbeat_timeout)
 
-    def _process(self, session: _Session, job_id: int) -> None:
+    def _process(self, session: _Session, job_ids: list[int]) -> None:
         try:
-            run = self._claim(session, job_id)
+            runs = self._claim(session, job_ids)
         except Exception as exc:
             if not claims.is_disconnect(exc):
                 raise
             # The held connection died while idle (server restart, KILL): once more on a
             # fresh one. Safe: a claim that did commit left running=1, so this finds it taken.
             session.discard()
-            run = self._claim(session, job_id)
-        if run is None:
+            runs = self._claim(session, job_ids)
+        if not runs:
             return
         with self._lock:
-            self._active[job_id] = run
-        outcome, error = self._execute(run)
-        self._finish(run, outcome, error)
+            for run in runs:
+                self._active[run.job.id] = run
+        done: list[tuple[_Run, Outcome, str | None, datetime]] = []
+        for run in runs:  # a batch runs one after the other on this connection
+            outcome, error = self._execute(run)
+            done.append((run, outcome, error, self.now()))
+        self._finish(done)
 
-    def _claim(self, session: _Session, job_id: int) -> _Run | None:
+    def _claim(self, session: _Session, job_ids: list[int]) -> list[_Run]:
         conn = session.get()
-        name = self._lock_name(job_id) if self.mysql else None
-        locked: list[bool] = []
+        locked: list[str] = []
         try:
-            run = self._claim_txn(session, conn, job_id, name, locked)
+            runs = self._claim_txn(session, conn, job_ids, locked)
         except IntegrityError:
-            self._skip_taken_slot(conn, job_id)
-            run = None
+            self._release_names(session, locked)
+            if len(job_ids) > 1:  # one of them hit the slot guard: claim them one by one
+                return [run for jid in job_ids for run in self._claim(session, [jid])]
+            self._skip_taken_slot(conn, job_ids[0])
+            return []
         except Exception:
-            if name is not None and locked and not self.hold:
-                self._release(session, name)
+            self._release_names(session, locked)
             raise
-        if run is None:
-            self._cooldown[job_id] = time.monotonic() + min(self.poll, 0.5)
-            if name is not None and locked and not self.hold:
-                self._release(session, name)
-        return run
+        claimed = {run.job.id for run in runs}
+        for jid in job_ids:
+            if jid not in claimed:
+                self._cooldown[jid] = time.monotonic() + min(self.poll, 0.5)
+        return runs
 
-    def _release(self, session: _Session, name: str) -> None:
+    def _release_names(self, session: _Session, names: list[str]) -> None:
         conn = session.conn
-        if conn is None:
+        if not names or self.hold or conn is None:
             return
         try:
             if conn.in_transaction():
                 conn.rollback()
-            claims.release_lock(conn, name)
+            claims.release_locks(conn, names)
             conn.commit()
         except Exception as exc:
-            log.warning("could not release lock %s: %s", name, _describe(exc))
+            log.warning("could not release locks %s: %s", names, _describe(exc))
             session.discard()  # closing the connection frees its locks
 
     def _claim_txn(
         self,
         session: _Session,
         conn: Connection,
-        job_id: int,
-        name: str | None,
-        locked: list[bool],
-    ) -> _Run | None:
+        job_ids: list[int],
+        locked: list[str],
+    ) -> list[_Run]:
+        """Claim the jobs that are still eligible, in one transaction."""
         now = self.now()
         j, r = schema.job, schema.run
+        runs: list[_Run] = []
+        names: dict[int, str] = {}
         with self._txn(conn) as c:
-            if name is not None:
-                # Named locks are not transactional: a rollback below keeps it (we release it).
-                if not claims.get_lock(c, name):
-                    return None
-                locked.append(True)
-            row = self._lock_row(c, job_id)
-            if row is None or row.running:
-                return None
-            if (
-                not self.mysql
-                and row.locked_by
-                and row.locked_by != self.runner_id
-                and (from_db(row.locked_until) or now) > now
-            ):
-                return None
-            job = job_from_row(row)
-            due = is_due_for_schedule(
-                intent=row.intent,
-                broken=bool(row.broken),
-                running=False,
-                phase=row.phase,
-                next_run=job.next_run,
-                now=now,
+            ids = list(job_ids)
+            if self.mysql:
+                # Named locks are not transactional: they outlive a rollback (we release them).
+                wanted = {jid: self._lock_name(jid) for jid in job_ids}
+                got = claims.get_locks(c, list(wanted.values()))
+                names = {jid: n for jid, n in wanted.items() if got.get(n)}
+                locked.extend(names.values())
+                ids = list(names)
+            rows = (
+                c.execute(select(j).where(j.c.id.in_(ids)).order_by(j.c.id).with_for_update()).all()
+                if ids
+                else []
             )
-            if not due and not job.run_now:
-                return None
-            sched = job.schedule
-            anchor = _anchor(job)
-            skipped = 0
-            first = job.next_run
-            if due:
-                assert first is not None
-                slot, skipped = coalesce(sched, first, now, anchor)
-                if sched.kind in ("every", "cron"):
-                    nxt = next_slot(sched, max(now, slot), anchor)
-                elif sched.kind == "once":
-                    nxt = None
-                else:
-                    nxt = self._eval_expr(c, sched, now)
+            run_rows: list[dict[str, Any]] = []
+            for row in rows:
+                claimed = self._claim_row(c, session, row, now, run_rows)
+                if claimed is not None:
+                    claimed.lock_name = names.get(claimed.job.id)
+                    runs.append(claimed)
+            if run_rows:
+                c.execute(insert(r), run_rows)
+            unused = [n for jid, n in names.items() if jid not in {x.job.id for x in runs}]
+            if unused and not self.hold:
+                claims.release_locks(c, unused)
+                for n in unused:
+                    locked.remove(n)
+        return runs
+
+    def _claim_row(
+        self,
+        c: Connection,
+        session: _Session,
+        row: Any,
+        now: datetime,
+        run_rows: list[dict[str, Any]],
+    ) -> _Run | None:
+        """Claim one locked job row if it is eligible (appends its run-log rows)."""
+        j = schema.job
+        if row.running:
+            return None
+        if (
+            not self.mysql
+            and row.locked_by
+            and row.locked_by != self.runner_id
+            and (from_db(row.locked_until) or now) > now
+        ):
+            return None
+        next_run = from_db(row.next_run)
+        due = is_due_for_schedule(
+            intent=row.intent,
+            broken=bool(row.broken),
+            running=False,
+            phase=row.phase,
+            next_run=next_run,
+            now=now,
+        )
+        if not due and not row.run_now:
+            return None
+        job = job_from_row(row)
+        sched = job.schedule
+        anchor = _anchor(job)
+        skipped = 0
+        first = next_run
+        if due:
+            assert first is not None
+            slot, skipped = coalesce(sched, first, now, anchor)
+            if sched.kind in ("every", "cron"):
+                nxt = next_slot(sched, max(now, slot), anchor)
+            elif sched.kind == "once":
+                nxt = None
             else:
-                slot, nxt = now, job.next_run  # run-now leaves the schedule alone
-            values: dict[str, Any] = {
-                "running": True,
-                "status": Status.RUNNING.value,
-                "this_run": to_db(now),
-                "next_run": to_db(nxt),
-                "runner_id": self.runner_id,
-                "runner_connection_id": session.cid,
-                "runner_start": to_db(now),
-                "runner_finish": None,
-                "last_cycle_start": to_db(now),
-                "run_now": False,
-                "abort_requested": False,
-                "updated": to_db(now),
-            }
-            if not self.mysql:
-                values["locked_by"] = self.runner_id
-                values["locked_until"] = to_db(self._lease_end(now))
-            res = c.execute(
-                update(j).where(j.c.id == job_id, j.c.running.is_(False)).values(**values)
-            )
-            if res.rowcount != 1:
-                return None
-            common = {"job_id": job_id, "job_name": job.name, "owner": job.owner}
-            if skipped:
-                assert first is not None
-                c.execute(
-                    insert(r).values(
-                        **common,
-                        scheduled_for=to_db(first),
-                        outcome=Outcome.SKIPPED.value,
-                        error=(
-                            f"{skipped} slot(s) from {iso(first)} missed (no runner up, or the "
-                            f"job still busy): coalesced into the run of {iso(slot)}"
-                        ),
-                        runner=self.runner_id,
-                        skipped=skipped,
-                        manual=False,
-                    )
-                )
-            ins = c.execute(
-                insert(r).values(
+                nxt = self._eval_expr(c, sched, now)
+        else:
+            slot, nxt = now, next_run  # run-now leaves the schedule alone
+        values: dict[str, Any] = {
+            "running": True,
+            "status": Status.RUNNING.value,
+            "this_run": to_db(now),
+            "next_run": to_db(nxt),
+            "runner_id": self.runner_id,
+            "runner_connection_id": session.cid,
+            "runner_start": to_db(now),
+            "runner_finish": None,
+            "last_cycle_start": to_db(now),
+            "run_now": False,
+            "abort_requested": False,
+            "updated": to_db(now),
+        }
+        if not self.mysql:
+            values["locked_by"] = self.runner_id
+            values["locked_until"] = to_db(self._lease_end(now))
+        res = c.execute(update(j).where(j.c.id == job.id, j.c.running.is_(False)).values(**values))
+        if res.rowcount != 1:
+            return None
+        common = {
+            "job_id": job.id,
+            "job_name": job.name,
+            "owner": job.owner,
+            "runner": self.runner_id,
+        }
+        if skipped:
+            assert first is not None
+            run_rows.append(
+                {
                     **common,
-                    scheduled_for=to_db(slot),
-                    started=to_db(now),
-                    outcome=Outcome.RUNNING.value,
-                    runner=self.runner_id,
-                    skipped=0,
-                    manual=not due,
-                )
+                    "scheduled_for": to_db(first),
+                    "started": None,
+                    "outcome": Outcome.SKIPPED.value,
+                    "error": (
+                        f"{skipped} slot(s) from {iso(first)} missed (no runner up, or the "
+                        f"job still busy): coalesced into the run of {iso(slot)}"
+                    ),
+                    "skipped": skipped,
+                    "manual": False,
+                }
             )
-            pk = ins.inserted_primary_key
-            assert pk is not None
-            run_id = int(pk[0])
+        run_rows.append(
+            {
+                **common,
+                "scheduled_for": to_db(slot),
+                "started": to_db(now),
+                "outcome": Outcome.RUNNING.value,
+                "error": None,
+                "skipped": 0,
+                "manual": not due,
+            }
+        )
         job.running = True
         return _Run(
             job=job,
-            run_id=run_id,
             slot=slot,
             manual=not due,
             skipped=skipped,
             started=now,
             session=session,
-            lock_name=name,
+            lock_name=None,
         )
 
     def _eval_expr(self, conn: Connection, sched: Schedule, now: datetime) -> datetime | None:
@@ -705,6 +768,7 @@ class RunnerPool:
                 if run.abort_event.is_set():
                     raise executor.RunAborted("aborted before it started")
                 run.executing = True
+            run.exec_start = self.now()
             try:
                 executor.execute(conn, run.job, run.abort_event)
             finally:
@@ -781,33 +845,40 @@ class RunnerPool:
 
     # ------------------------------------------------------------------ recording
 
-    def _finish(self, run: _Run, outcome: Outcome, error: str | None) -> None:
-        finished = self.now()
-        if error is not None:
-            error = mask_text(error)[:MAX_ERROR_LENGTH]
+    def _finish(self, done: list[tuple[_Run, Outcome, str | None, datetime]]) -> None:
+        """Record the outcomes (retrying until the database answers), then report them."""
+        items = []
+        for run, outcome, error, finished in done:
+            if error is not None:
+                error = mask_text(error)[:MAX_ERROR_LENGTH]
+            items.append((run, outcome, error, finished))
+        session = items[0][0].session
+        names = ", ".join(run.job.name for run, *_ in items)
         delay = 0.2
         for attempt in itertools.count():
             try:
-                conn = run.session.get()
-                self._finish_txn(conn, run, outcome, error, finished)
+                conn = session.get()
+                self._finish_txn(conn, items)
                 break
             except Exception as exc:
                 if claims.is_interrupt(exc) and attempt < 3:
                     continue  # a KILL QUERY that arrived late; the connection is fine
                 log.warning(
                     "could not record the run of %s (retrying in %.1f s): %s",
-                    run.job.name,
+                    names,
                     delay,
                     _describe(exc),
                 )
-                run.session.discard()
+                session.discard()
                 if self._give_up.is_set():
-                    log.error("giving up recording the run of %s", run.job.name)
+                    log.error("giving up recording the run of %s", names)
                     return
                 time.sleep(delay)
                 delay = min(delay * 2, RECONNECT_CAP)
-        self.runs_done += 1
-        if self.on_run is not None:
+        self.runs_done += len(items)
+        if self.on_run is None:
+            return
+        for run, outcome, error, finished in items:
             try:
                 self.on_run(
                     RunResult(
@@ -815,7 +886,7 @@ class RunnerPool:
                         job_id=run.job.id,
                         slot=run.slot,
                         outcome=outcome,
-                        started=run.started,
+                        started=run.exec_start or run.started,
                         finished=finished,
                         error=error,
                         manual=run.manual,
@@ -828,63 +899,74 @@ class RunnerPool:
     def _finish_txn(
         self,
         conn: Connection,
-        run: _Run,
-        outcome: Outcome,
-        error: str | None,
-        finished: datetime,
+        items: list[tuple[_Run, Outcome, str | None, datetime]],
     ) -> None:
-        duration = max(0.0, (finished - run.started).total_seconds())
-        release = None if self.hold else run.lock_name
+        j = schema.job
+        release = [] if self.hold else [run.lock_name for run, *_ in items if run.lock_name]
         with self._txn(conn) as c:
             try:
-                self._record(c, run, outcome, error, finished, duration)
+                for run, outcome, error, finished in items:
+                    self._record_run(c, run, outcome, error, finished)
+                ids = [run.job.id for run, *_ in items]
+                rows = {
+                    int(row.id): row
+                    for row in c.execute(select(j).where(j.c.id.in_(ids)).with_for_update())
+                }
+                for run, outcome, error, finished in items:
+                    self._record_job(c, rows.get(run.job.id), run, outcome, error, finished)
             finally:
-                # Inside the transaction: the job row stays locked until the commit, so a
-                # runner that takes the named lock now still waits for the row.
-                if release is not None:
-                    claims.release_lock(c, release)
+                # Inside the transaction: the job rows stay locked until the commit, so a
+                # runner that takes a named lock now still waits for the row.
+                if release:
+                    claims.release_locks(c, release)
 
-    def _record(
-        self,
-        c: Connection,
-        run: _Run,
-        outcome: Outcome,
-        error: str | None,
-        finished: datetime,
-        duration: float,
+    def _record_run(
+        self, c: Connection, run: _Run, outcome: Outcome, error: str | None, finished: datetime
     ) -> None:
-        j, r = schema.job, schema.run
+        r = schema.run
+        started = run.exec_start or run.started
         c.execute(
             update(r)
             # A reaper may have called it lost while we were cut off: we know better.
             .where(
-                r.c.id == run.run_id,
+                r.c.job_id == run.job.id,
+                r.c.scheduled_for == to_db(run.slot),
                 r.c.runner == self.runner_id,
                 r.c.outcome.in_([Outcome.RUNNING.value, Outcome.LOST.value]),
             )
             .values(
                 outcome=outcome.value,
+                started=to_db(started),
                 finished=to_db(finished),
-                duration=duration,
+                duration=max(0.0, (finished - started).total_seconds()),
                 error=error,
             )
         )
-        row = self._lock_row(c, run.job.id)
+
+    def _record_job(
+        self,
+        c: Connection,
+        row: Any,
+        run: _Run,
+        outcome: Outcome,
+        error: str | None,
+        finished: datetime,
+    ) -> None:
         if row is None or not row.running or row.runner_id != self.runner_id:
             return  # removed, or reaped while we were away: the row is not ours now
-        job = job_from_row(row)
         values = finish_values(
-            job,
+            job_from_row(row),
             row.phase,
             outcome=outcome,
             error=error,
-            started=run.started,
+            started=run.exec_start or run.started,
             finished=finished,
             manual=run.manual,
             shutdown=run.abort_reason == "shutdown",
         )
         if not self.hold:
             values.update(locked_by=None, locked_until=None)
+        j = schema.job
         c.execute(update(j).where(j.c.id == run.job.id).values(**values))
 
     # ------------------------------------------------------------------ staying alive
