@@ -451,3 +451,131 @@ def test_expr_schedule_is_evaluated_at_run_start(store: JobStore, pools: list) -
     # (SQLite's datetime() keeps whole seconds)
     assert abs((job.next_run - run.started - timedelta(days=1)).total_seconds()) < 1.0
     assert store.get("last").next_run is None
+
+
+def test_call_binds_arguments_and_drains_every_result_set(mariadb_url: str) -> None:
+    from jobtui.core.store import open_store
+
+    store = open_store(mariadb_url)
+    db = make_url(mariadb_url).database
+    with store.write() as conn:
+        conn.execute(text("CREATE TABLE ledger (job VARCHAR(64), t VARCHAR(40))"))
+        conn.execute(
+            text(
+                "CREATE PROCEDURE chatty(IN a VARCHAR(100), IN b VARCHAR(100)) BEGIN "
+                "SELECT 1 AS one; SELECT a, b; INSERT INTO ledger VALUES (a, b); SELECT 3; END"
+            )
+        )
+    tricky = "O'Brien\"; DROP TABLE ledger; --"
+    store.submit("chatty", What("call", f"{db}.chatty", (tricky, "%s %(x)s")), every(1))
+    pool = RunnerPool(store, threads=1, poll=POLL)
+    pool.start()
+    try:
+        assert wait_for(lambda: len(ok_runs(store, "chatty")) >= 2, 10)
+    finally:
+        pool.stop()
+    with store.read() as conn:
+        rows = conn.execute(text("SELECT job, t FROM ledger")).all()
+    assert len(rows) == len(ok_runs(store, "chatty"))
+    assert rows[0] == (tricky, "%s %(x)s")
+    store.close()
+
+
+def _job(phase: str, **kw: object):  # type: ignore[no-untyped-def]
+    from jobtui.core.model import Intent, Job
+
+    values: dict = dict(
+        id=1,
+        owner="o",
+        name="j",
+        description="",
+        what=What("action", "demo.noop"),
+        schedule=every(60),
+        status=Status.SLEEPING,
+        intent=Intent.ENABLED,
+        broken=False,
+        failures=0,
+        max_failures=3,
+        cycles=5,
+        created=utcnow(),
+        phase=phase,
+        running=True,
+        anchor=utcnow(),
+    )
+    values.update(kw)
+    return Job(**values)
+
+
+def test_finish_values_follow_dbms_job_rules() -> None:
+    from jobtui.core.runner import finish_values
+
+    t0 = utcnow()
+    t1 = t0 + timedelta(seconds=2)
+    nxt = t0 + timedelta(seconds=60)
+    ok = finish_values(
+        _job("SLEEPING", next_run=nxt, total_time=1.0),
+        "SLEEPING",
+        outcome=Outcome.OK,
+        error=None,
+        started=t0,
+        finished=t1,
+        manual=False,
+    )
+    assert ok["phase"] == "SLEEPING" and ok["status"] == "SLEEPING" and not ok["running"]
+    assert ok["cycles"] == 6 and ok["total_time"] == pytest.approx(3.0)
+    assert ok["failures"] == 0 and ok["last_run"] == to_db(t0) and "next_run" not in ok
+    last = finish_values(
+        _job("ENABLED", next_run=None),
+        "ENABLED",
+        outcome=Outcome.OK,
+        error=None,
+        started=t0,
+        finished=t1,
+        manual=False,
+    )
+    assert last["phase"] == "FINISHED" and last["status"] == "FINISHED"
+    failed = finish_values(
+        _job("SLEEPING", next_run=nxt, failures=2),
+        "SLEEPING",
+        outcome=Outcome.FAILED,
+        error="boom",
+        started=t0,
+        finished=t1,
+        manual=False,
+    )
+    assert failed["failures"] == 3 and failed["broken"] and failed["status"] == "BROKEN"
+    assert "boom" in failed["broken_reason"]
+    assert failed["next_run"] == to_db(nxt)  # 4 min backoff capped at the next slot
+    # run-now of a FINISHED job: it stays FINISHED whatever happens
+    for outcome in (Outcome.OK, Outcome.FAILED):
+        v = finish_values(
+            _job("FINISHED", next_run=None),
+            "FINISHED",
+            outcome=outcome,
+            error="x",
+            started=t0,
+            finished=t1,
+            manual=True,
+        )
+        assert v["phase"] == "FINISHED" and "next_run" not in v
+    aborted = finish_values(
+        _job("SLEEPING", next_run=nxt),
+        "ABORTED",
+        outcome=Outcome.ABORTED,
+        error="aborted by operator",
+        started=t0,
+        finished=t1,
+        manual=False,
+    )
+    assert aborted["phase"] == "ABORTED" and aborted["failures"] == 0
+    shutdown = finish_values(
+        _job("SLEEPING", next_run=nxt),
+        "SLEEPING",
+        outcome=Outcome.ABORTED,
+        error="grace",
+        started=t0,
+        finished=t1,
+        manual=False,
+        shutdown=True,
+    )
+    assert shutdown["phase"] == "SLEEPING" and shutdown["status"] == "SLEEPING"
