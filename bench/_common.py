@@ -142,9 +142,17 @@ def git_revision() -> str:
             timeout=5,
             check=False,
         )
-        return out.stdout.strip() or "unknown"
+        revision = out.stdout.strip() or "unknown"
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", "jobtui"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+    return f"{revision} (with uncommitted changes in jobtui/)" if dirty else revision
 
 
 # ---------------------------------------------------------------------- statistics
