@@ -149,11 +149,15 @@ def measure_processes(
 
 _LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\b\d+(?:\.\d+)?\b")
 _SPACES = re.compile(r"\s+")
+_REPEATED_CALL = re.compile(r"(\w+\([^()]*\))(?:, \1)+")
+_LIST = re.compile(r"\(\?(?:, \?)+\)(?:, \(\?(?:, \?)+\))*")
 
 
 def normalise(statement: str) -> str:
     """The statement's shape: literals replaced by ?, long column lists elided."""
     text = _SPACES.sub(" ", _LITERAL.sub("?", statement)).strip()
+    text = _LIST.sub("(?, …)", text)  # IN lists and multi-row VALUES of any length
+    text = _REPEATED_CALL.sub(r"\1, …", text)  # GET_LOCK(…), GET_LOCK(…), …
     head = text.split(" FROM ", 1)
     if len(head) == 2 and head[0].upper().startswith("SELECT") and len(head[0]) > 50:
         text = "SELECT … FROM " + head[1]
@@ -185,7 +189,11 @@ class WireCounter:
         def counted(conn: Any, command: int, sql: Any) -> Any:
             if counter.active.is_set():
                 if command == 3:  # COM_QUERY
-                    text = sql.decode("utf8", "replace") if isinstance(sql, bytes) else str(sql)
+                    text = (
+                        bytes(sql).decode("utf8", "replace")
+                        if isinstance(sql, (bytes, bytearray))
+                        else str(sql)
+                    )
                     key = normalise(text)
                 else:
                     key = {14: "(COM_PING)", 2: "(COM_INIT_DB)"}.get(
