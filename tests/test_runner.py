@@ -579,3 +579,15 @@ def test_finish_values_follow_dbms_job_rules() -> None:
         shutdown=True,
     )
     assert shutdown["phase"] == "SLEEPING" and shutdown["status"] == "SLEEPING"
+
+
+def test_coalesce_a_long_cron_gap_quickly() -> None:
+    t0 = utcnow().replace(microsecond=0)
+    sched = make_schedule("cron", cron="* * * * * *")  # every second
+    t = time.monotonic()
+    slot, n = coalesce(sched, t0, t0 + timedelta(days=2, seconds=0.5), t0)
+    assert time.monotonic() - t < 5
+    assert slot == t0 + timedelta(days=2)
+    assert n >= 10_000  # a lower bound when the gap is this long
+    slot, n = coalesce(sched, t0, t0 + timedelta(seconds=30.5), t0)
+    assert slot == t0 + timedelta(seconds=30) and n == 30

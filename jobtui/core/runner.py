@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from croniter import croniter
 from sqlalchemy import and_, delete, insert, or_, select, text, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
@@ -43,7 +44,7 @@ from jobtui.core import claims, executor, schema
 from jobtui.core.db import make_engine, mask_text
 from jobtui.core.errors import JobLocked, JobtuiError
 from jobtui.core.model import Job, Outcome, Schedule, Status
-from jobtui.core.schedules import next_slot
+from jobtui.core.schedules import check_tz, next_slot
 from jobtui.core.store import JobStore, job_from_row, translate_db_error
 from jobtui.core.timeutil import Clock, aware, from_db, iso, to_db
 from jobtui.core.transitions import derive_status, is_due_for_schedule, retry_time
@@ -58,7 +59,7 @@ BACKLOG_PER_THREAD = 4
 MAX_BATCH = 8  # short jobs claimed and recorded together when many are due
 SHORT_RUN = 0.05  # seconds: a job whose last run took less may be batched
 MAX_ERROR_LENGTH = 8000
-MAX_COALESCE_STEPS = 100_000
+MAX_COALESCE_STEPS = 10_000
 RECONNECT_CAP = 5.0
 
 OnRun = Callable[["RunResult"], None]
@@ -1217,7 +1218,23 @@ def coalesce(
             break
         latest = nxt
         skipped += 1
+    else:
+        # A very long gap (a per-second cron down for days): jump to the last slot
+        # before now instead of walking there; `skipped` is then a lower bound.
+        last = next_slot(schedule, _cron_prev(schedule, now) - timedelta(microseconds=1), anchor)
+        if last is not None and latest < last <= now:
+            latest = last
+            skipped += 1
     return latest, skipped
+
+
+def _cron_prev(schedule: Schedule, now: datetime) -> datetime:
+    """The latest cron time at or before ``now`` (every schedules: ``now`` itself)."""
+    if schedule.kind != "cron" or schedule.cron is None:
+        return now
+    zone = check_tz(schedule.tz)
+    it = croniter(schedule.cron, (now + timedelta(microseconds=1)).astimezone(zone))
+    return aware(it.get_prev(datetime))
 
 
 def finish_values(
