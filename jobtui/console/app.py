@@ -35,6 +35,7 @@ from jobtui.console.screens.edit import EditScreen, JobForm
 from jobtui.console.screens.help import HelpScreen
 from jobtui.console.screens.main import MainScreen
 from jobtui.console.screens.runlog import RunLogScreen
+from jobtui.console.widgets.job_table import JobTable
 from jobtui.core.errors import DatabaseUnavailable, JobtuiError
 from jobtui.core.model import Intent, Job, Status
 from jobtui.core.store import JobStore, RunnerInfo
@@ -151,7 +152,7 @@ class JobtuiApp(App[None]):
             self.screen.render_job()
         if not self._refreshing:
             self._refreshing = True
-            self.refresh_jobs(self.plan.next_step())
+            self.refresh_jobs(self.plan.next_step(), main.table)
 
     def update_status(self) -> None:
         main = self._main()
@@ -170,7 +171,7 @@ class JobtuiApp(App[None]):
             connected=self.connected,
             hosted=hosted,
             elsewhere=elsewhere,
-            jobs=main.table.jobs.values(),
+            counts=main.table.counts,
             clock=now.strftime("%H:%M:%S UTC"),
             read_only=self.read_only_console,
         )
@@ -178,8 +179,11 @@ class JobtuiApp(App[None]):
     # ------------------------------------------------------------------ refresh
 
     @work(thread=True, exclusive=True, group="refresh", exit_on_error=False)
-    def refresh_jobs(self, step: str) -> None:
-        """One refresh step's query (in a thread); the result comes back as a message."""
+    def refresh_jobs(self, step: str, table: JobTable) -> None:
+        """One refresh step's query (in a thread); the result comes back as a message.
+
+        The rows' cells are built here too, so the event loop only swaps cells.
+        """
         try:
             fetched = self.plan.fetch(self.store, step, all_owners=self.all_owners)
         except JobtuiError as exc:
@@ -187,8 +191,9 @@ class JobtuiApp(App[None]):
             self.post_message(DatabaseLost(str(exc)))
             return
         self.plan.seen(fetched.changed)
+        changed, prepared = table.prepare(fetched.changed)
         self.post_message(
-            JobsRefreshed(fetched.changed, fetched.ids, fetched.runners, fetched.full)
+            JobsRefreshed(changed, fetched.ids, fetched.runners, fetched.full, prepared)
         )
 
     def on_jobs_refreshed(self, message: JobsRefreshed) -> None:
@@ -203,8 +208,9 @@ class JobtuiApp(App[None]):
         self._last_good = self.store.now().strftime("%H:%M:%S UTC")
         table = self.main_screen.table
         previous = table.jobs
+        # A row may have changed on the event loop (an action) since the thread compared.
         changed = [j for j in message.changed if previous.get(j.id) != j]
-        table.apply(changed, message.ids)
+        table.apply(changed, message.ids, message.prepared)
         if message.runners is not None:
             self.runners_seen = message.runners
         screen = self.screen

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from textual.message import Message
 
@@ -18,6 +19,7 @@ class JobsRefreshed(Message):
     ids: set[int] | None = None
     runners: list[RunnerInfo] | None = None
     full: bool = False
+    prepared: dict[int, Any] | None = None  # job id -> widgets.job_table.RowCells
 
 
 @dataclass

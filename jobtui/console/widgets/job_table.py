@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -59,6 +61,64 @@ class NameCell(Text):
     job_id: int = 0
 
 
+@dataclass
+class RowCells:
+    """One row's cells and a cheap signature of each, to skip cells that did not change."""
+
+    cells: dict[str, Text]
+    sigs: dict[str, str]
+
+
+def build_cells(job: Job, now: datetime, styles: dict[str, Style], *, all_owners: bool) -> RowCells:
+    """A job's row (pure: runs in the refresh thread as well as on the event loop)."""
+    last, outcome = fmt.last_run_text(job, now)
+    name = NameCell(job.name, no_wrap=True)
+    name.job_id = job.id
+    status_var = fmt.STATUS_VARIABLE[job.status]
+    status = Text(job.status.value, style=styles.get(status_var, ""))
+    if job.status in (Status.RUNNING, Status.BROKEN):
+        status.stylize("bold")
+    if job.broken and job.status is not Status.BROKEN:
+        status.append(" broken", style=styles.get("error", ""))
+    if job.abort_requested and job.running:
+        status.append(" aborting", style=styles.get("warning", ""))
+    cells: dict[str, Text] = {"name": name}
+    if all_owners:
+        cells["owner"] = Text(job.owner)
+    cells["status"] = status
+    cells["next"] = Text(fmt.next_run_text(job, now))
+    cells["last"] = Text(
+        last, style=styles.get(fmt.OUTCOME_VARIABLE[outcome], "") if outcome else ""
+    )
+    cells["duration"] = Text(fmt.duration(job.last_duration), justify="right")
+    cells["failures"] = Text(
+        f"{job.failures}/{job.max_failures}" if job.failures else "0",
+        justify="right",
+        style=styles.get("error", "") if job.failures else "",
+    )
+    cells["cycles"] = Text(str(job.cycles), justify="right")
+    cells["runner"] = Text(fmt.runner_text(job, now))
+    cells["schedule"] = Text(job.schedule.describe())
+    sigs = {
+        key: f"{cell.plain}\x00{cell.style}\x00{len(cell.spans)}" for key, cell in cells.items()
+    }
+    return RowCells(cells, sigs)
+
+
+def time_cells(job: Job, now: datetime, styles: dict[str, Style]) -> RowCells:
+    """Only the cells that change with the clock (next, last, runner)."""
+    last, outcome = fmt.last_run_text(job, now)
+    cells = {
+        "next": Text(fmt.next_run_text(job, now)),
+        "last": Text(last, style=styles.get(fmt.OUTCOME_VARIABLE[outcome], "") if outcome else ""),
+        "runner": Text(fmt.runner_text(job, now)),
+    }
+    sigs = {
+        key: f"{cell.plain}\x00{cell.style}\x00{len(cell.spans)}" for key, cell in cells.items()
+    }
+    return RowCells(cells, sigs)
+
+
 class JobTable(DataTable[Text]):
     """Every job as one row, refreshed in place so cursor, scroll and sort survive."""
 
@@ -83,39 +143,65 @@ class JobTable(DataTable[Text]):
         self.clock = clock
         self.all_owners = all_owners
         self.jobs: dict[int, Job] = {}
+        self.counts: Counter[Status] = Counter()  # kept up to date by apply/remove
+        self._running_ids: set[int] = set()
         self._shown: dict[int, dict[str, str]] = {}
         self._styles: dict[str, Style] = {}
+        self._column_objects: dict[str, Any] = {}
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
             if key == "owner" and not self.all_owners:
                 continue
-            self.add_column(label, key=key)
+            column_key = self.add_column(label, key=key)
+            self._column_objects[key] = self.columns[column_key]
         self._load_styles()
         self.app.theme_changed_signal.subscribe(self, self._on_theme_changed)
 
     # ------------------------------------------------------------------ data in
 
-    def apply(self, changed: Iterable[Job], ids: set[int] | None = None) -> None:
+    def prepare(self, jobs: Iterable[Job]) -> tuple[list[Job], dict[int, RowCells]]:
+        """In the refresh thread: drop rows equal to what is shown, build the others' cells.
+
+        Only reads this widget's state, so the event loop is left with
+        comparing signatures and updating the cells that differ.
+        """
+        known = self.jobs
+        changed = [job for job in jobs if known.get(job.id) != job]
+        now = self.clock()
+        styles = dict(self._styles)
+        cells = {
+            job.id: build_cells(job, now, styles, all_owners=self.all_owners) for job in changed
+        }
+        return changed, cells
+
+    def apply(
+        self,
+        changed: Iterable[Job],
+        ids: set[int] | None = None,
+        prepared: dict[int, RowCells] | None = None,
+    ) -> None:
         """Apply a refresh: changed rows in place, removed ids out, new rows in."""
         now = self.clock()
         resort = False
         sort_fn = SORTS[self.sort_by]
+        prepared = prepared or {}
         for job in changed:
             old = self.jobs.get(job.id)
             if ids is not None and job.id not in ids:
                 continue
+            self._track(old, job)
             self.jobs[job.id] = job
             visible = self._matches(job)
             if job.id in self._shown:
                 if not visible:
                     self._remove_row(job.id)
                     continue
-                self._update_row(job, now)
+                self._update_row(job.id, prepared.get(job.id) or self._build(job, now))
                 if old is None or sort_fn(old) != sort_fn(job):
                     resort = True
             elif visible:
-                self._add_row(job, now)
+                self._add_row(job.id, prepared.get(job.id) or self._build(job, now))
                 resort = True
         if ids is not None:
             for job_id in [i for i in self.jobs if i not in ids]:
@@ -124,14 +210,14 @@ class JobTable(DataTable[Text]):
             self._sort()
 
     def remove_job(self, job_id: int) -> None:
-        self.jobs.pop(job_id, None)
+        self._track(self.jobs.pop(job_id, None), None)
         if job_id in self._shown:
             self._remove_row(job_id)
 
     def tick(self) -> None:
         """Advance the time columns (ages, countdowns, elapsed) of visible and running rows."""
         now = self.clock()
-        targets: set[int] = {i for i, j in self.jobs.items() if j.running and i in self._shown}
+        targets = set(self._running_ids)
         top = int(self.scroll_y)
         rows = self.ordered_rows
         for row in rows[top : top + self.size.height + 1]:
@@ -139,8 +225,8 @@ class JobTable(DataTable[Text]):
                 targets.add(int(row.key.value))
         for job_id in targets:
             job = self.jobs.get(job_id)
-            if job is not None:
-                self._update_row(job, now, only=TIME_COLUMNS)
+            if job is not None and job_id in self._shown:
+                self._update_row(job_id, time_cells(job, now, self._styles))
 
     # ------------------------------------------------------------------ reading
 
@@ -195,53 +281,35 @@ class JobTable(DataTable[Text]):
             or needle in job.status.value.lower()
         )
 
-    def _cells(self, job: Job, now: datetime) -> dict[str, Text]:
-        last, outcome = fmt.last_run_text(job, now)
-        name = NameCell(job.name, no_wrap=True)
-        name.job_id = job.id
-        cells: dict[str, Text] = {
-            "name": name,
-            "owner": Text(job.owner),
-            "status": Text(job.status.value, style=self._status_style(job.status)),
-            "next": Text(fmt.next_run_text(job, now)),
-            "last": Text(
-                last,
-                style=self._styles.get(fmt.OUTCOME_VARIABLE[outcome], "") if outcome else "",
-            ),
-            "duration": Text(fmt.duration(job.last_duration), justify="right"),
-            "failures": Text(
-                f"{job.failures}/{job.max_failures}" if job.failures else "0",
-                justify="right",
-                style=self._styles.get("error", "") if job.failures else "",
-            ),
-            "cycles": Text(str(job.cycles), justify="right"),
-            "runner": Text(fmt.runner_text(job, now)),
-            "schedule": Text(job.schedule.describe()),
-        }
-        if job.broken and job.status is not Status.BROKEN:
-            cells["status"].append(" broken", style=self._styles.get("error", ""))
-        if job.abort_requested and job.running:
-            cells["status"].append(" aborting", style=self._styles.get("warning", ""))
-        if not self.all_owners:
-            del cells["owner"]
-        return cells
+    def _track(self, old: Job | None, new: Job | None) -> None:
+        """Keep the status counts and the running set current without scanning every job."""
+        if old is not None:
+            self.counts[old.status] -= 1
+            self._running_ids.discard(old.id)
+        if new is not None:
+            self.counts[new.status] += 1
+            if new.running:
+                self._running_ids.add(new.id)
 
-    def _add_row(self, job: Job, now: datetime) -> None:
-        cells = self._cells(job, now)
-        self.add_row(*cells.values(), key=str(job.id))
-        self._shown[job.id] = {k: _sig(v) for k, v in cells.items()}
+    def _build(self, job: Job, now: datetime) -> RowCells:
+        return build_cells(job, now, self._styles, all_owners=self.all_owners)
 
-    def _update_row(self, job: Job, now: datetime, only: Iterable[str] | None = None) -> None:
-        cells = self._cells(job, now)
-        shown = self._shown[job.id]
-        key = str(job.id)
-        for column in only or cells:
-            if column not in cells:
-                continue
-            sig = _sig(cells[column])
+    def _add_row(self, job_id: int, row: RowCells) -> None:
+        self.add_row(*row.cells.values(), key=str(job_id))
+        self._shown[job_id] = dict(row.sigs)
+
+    def _update_row(self, job_id: int, row: RowCells) -> None:
+        shown = self._shown[job_id]
+        key = str(job_id)
+        columns = self._column_objects
+        for column, sig in row.sigs.items():
             if shown.get(column) != sig:
                 shown[column] = sig
-                self.update_cell(key, column, cells[column], update_width=True)
+                cell = row.cells[column]
+                # Only a wider cell re-measures its column: a narrower one would make
+                # DataTable re-measure every cell of the column (quadratic at 10,000 rows).
+                grow = cell.cell_len > columns[column].content_width
+                self.update_cell(key, column, cell, update_width=grow)
 
     def _remove_row(self, job_id: int) -> None:
         self._shown.pop(job_id, None)
@@ -265,16 +333,10 @@ class JobTable(DataTable[Text]):
         now = self.clock()
         for job in self.jobs.values():
             if self._matches(job):
-                self._add_row(job, now)
+                self._add_row(job.id, self._build(job, now))
         self._sort()
         if current is not None:
             self.select_job(current.id)
-
-    def _status_style(self, status: Status) -> Style | str:
-        style = self._styles.get(fmt.STATUS_VARIABLE[status], "")
-        if status in (Status.RUNNING, Status.BROKEN):
-            return Style.combine([style, Style(bold=True)]) if isinstance(style, Style) else "bold"
-        return style
 
     def _load_styles(self) -> None:
         variables = self.app.theme_variables
@@ -291,8 +353,4 @@ class JobTable(DataTable[Text]):
         self._shown = {k: {} for k in self._shown}
         now = self.clock()
         for job_id in list(self._shown):
-            self._update_row(self.jobs[job_id], now)
-
-
-def _sig(cell: Text) -> str:
-    return f"{cell.plain}\x00{cell.style}\x00{len(cell.spans)}"
+            self._update_row(job_id, self._build(self.jobs[job_id], now))

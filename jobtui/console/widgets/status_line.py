@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Mapping
 
 from textual.content import Content
 from textual.markup import escape
 from textual.widgets import Static
 
 from jobtui.console import formatting as fmt
-from jobtui.core.model import Job, Status
+from jobtui.core.model import Status
 
 
 class StatusLine(Static):
@@ -23,11 +22,10 @@ class StatusLine(Static):
         connected: bool,
         hosted: int,
         elsewhere: int,
-        jobs: Iterable[Job],
+        counts: Mapping[Status, int],
         clock: str,
         read_only: bool,
     ) -> None:
-        counts = Counter(job.status for job in jobs)
         parts = [f"{escape(clock)} │ [b]{escape(fmt.short_url(url))}[/]"]
         parts.append("[$success]● connected[/]" if connected else "[b $error]○ reconnecting…[/]")
         if read_only:
