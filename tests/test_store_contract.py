@@ -1529,3 +1529,25 @@ def test_interval_expressions(cstore: JobStore) -> None:
             f"interval{i}", What("sql", "SELECT 1"), make_schedule("expr", expr=expr)
         )
         assert cstore.preview(job, 2) == [T0, expected], expr
+
+
+@pytest.mark.mariadb
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("mysql+pymysql://jobtui_nobody:Pw-Secret-42@{host}/test", "Access denied"),
+        ("mysql+pymysql://root:Pw-Secret-42@{host}/test", "Access denied"),
+        ("mysql+pymysql://root@{host}/jobtui_no_such_database", "Unknown database"),
+    ],
+)
+def test_refused_mariadb_logins_are_unavailable_without_password(url: str, message: str) -> None:
+    from conftest import MYSQL_SERVER, require_mysql
+
+    require_mysql()
+    host = MYSQL_SERVER.split("@", 1)[1]
+    with pytest.raises(DatabaseUnavailable) as info:
+        open_store(url.format(host=host))
+    text_ = str(info.value)
+    assert "Pw-Secret-42" not in text_
+    assert info.value.exit_code == 1
+    assert message in text_
