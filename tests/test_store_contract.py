@@ -29,6 +29,7 @@ from jobtui.core.errors import (
     DatabaseUnavailable,
     InvalidInput,
     JobNotFound,
+    JobtuiError,
     ReadOnlyError,
 )
 from jobtui.core.model import Intent, Job, Outcome, Schedule, Status, What
@@ -1551,3 +1552,13 @@ def test_refused_mariadb_logins_are_unavailable_without_password(url: str, messa
     assert "Pw-Secret-42" not in text_
     assert info.value.exit_code == 1
     assert message in text_
+
+
+def test_read_only_on_an_empty_database_says_to_init(db_url: str) -> None:
+    ro = open_store(db_url, read_only=True)
+    try:
+        with pytest.raises(JobtuiError, match="jobtui init") as info:
+            ro.list_jobs()
+        assert info.value.exit_code == 1
+    finally:
+        ro.close()

@@ -111,6 +111,13 @@ def translate_db_error(exc: BaseException) -> JobtuiError:
         return DatabaseUnavailable(f"database unavailable: {message}")
     if isinstance(exc, DBAPIError) and getattr(exc, "connection_invalidated", False):
         return DatabaseUnavailable(f"database unavailable: {message}")
+    if code == 1146 or "no such table: jobtui_" in message:
+        err = JobtuiError(
+            f"database error: {message}; this database has no jobtui tables yet: run "
+            "`jobtui init` (a read-only console or command does not create them)"
+        )
+        err.exit_code = 1
+        return err
     err = JobtuiError(f"database error: {message}")
     err.exit_code = 1
     return err
