@@ -236,6 +236,13 @@ def test_merge_schedule_only_given_parts_change() -> None:
     assert merge_schedule(cron, kind="once") == Schedule("once", start=start)
     with pytest.raises(InvalidInput, match="one schedule"):
         merge_schedule(cron, every=5, expr="NOW()")
+    with pytest.raises(InvalidInput, match="one schedule"):
+        merge_schedule(cron, kind="expr", every=5)
+    assert merge_schedule(cron, kind="every", every=5) == Schedule("every", every=5.0, start=start)
+    with pytest.raises(InvalidInput, match="--every needs"):
+        merge_schedule(cron, kind="every")  # a kind without its value is not ignored
+    with pytest.raises(InvalidInput, match="schedule kind"):
+        merge_schedule(cron, kind="weekly")
 
 
 def test_urls_never_show_a_password() -> None:

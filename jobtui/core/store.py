@@ -1140,8 +1140,8 @@ def merge_schedule(
 ) -> Schedule:
     """Apply a partial change to a schedule ("only what is given changes")."""
     given = [k for k, v in (("every", every), ("cron", cron), ("expr", expr)) if v is not None]
-    if kind == "once":
-        given.append("once")
+    if kind is not None and kind not in given:
+        given.append(kind)  # "once", or a kind whose value is missing (make_schedule says so)
     if len(given) > 1:
         raise InvalidInput("give one schedule: --every, --cron, --expr or --once")
     new_kind = given[0] if given else current.kind
