@@ -218,7 +218,7 @@ def test_description_and_max_failures() -> None:
         check_description("x" * 2001)
     assert check_max_failures(1) == 1
     assert check_max_failures("16") == 16
-    for bad in (0, -1, 1.5, "x", None, 1_000_001):
+    for bad in (0, -1, 1.5, "x", None, 1_000_001, True):
         with pytest.raises(InvalidInput, match="--max-failures"):
             check_max_failures(bad)
 

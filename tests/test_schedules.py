@@ -190,6 +190,7 @@ def test_parse_every_accepts(value: object, seconds: float) -> None:
         "x",
         None,
         "5s",
+        True,
         1e12,
     ],
 )

@@ -41,6 +41,8 @@ _CRON_NAMES = re.compile(
 def parse_every(value: float | str) -> float:
     """Seconds between runs: a number >= 0.1 (fractions allowed)."""
     try:
+        if isinstance(value, bool):
+            raise TypeError
         seconds = float(value)
     except (TypeError, ValueError):
         raise InvalidInput(

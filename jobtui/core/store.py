@@ -1113,6 +1113,8 @@ def check_description(description: str | None) -> str:
 
 def check_max_failures(value: Any) -> int:
     try:
+        if isinstance(value, bool):
+            raise ValueError
         n = int(value)
         if isinstance(value, float) and value != n:
             raise ValueError
