@@ -298,7 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     _console_options(p, default_runners=0)
 
     p = verb("demo", "create a demo SQLite database and open the console on it")
-    _console_options(p, default_runners=2, demo=True)
+    _console_options(p, default_runners=4, demo=True)
     p.add_argument(
         "--path", metavar="FILE", help="the demo database file (default: in the data directory)"
     )
