@@ -449,7 +449,10 @@ def test_expr_schedule_is_evaluated_at_run_start(store: JobStore, pools: list) -
     assert job.status is Status.SLEEPING
     assert job.next_run is not None
     # (SQLite's datetime() keeps whole seconds)
-    assert abs((job.next_run - run.started - timedelta(days=1)).total_seconds()) < 1.0
+    # evaluated at the start of the run cycle (the claim), a moment before execution
+    assert job.last_cycle_start is not None and run.started is not None
+    assert job.last_cycle_start <= run.started
+    assert abs((job.next_run - job.last_cycle_start - timedelta(days=1)).total_seconds()) < 1.0
     assert store.get("last").next_run is None
 
 

@@ -36,7 +36,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from croniter import croniter
-from sqlalchemy import and_, delete, insert, or_, select, text, update
+from sqlalchemy import and_, bindparam, delete, insert, or_, select, text, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
@@ -618,7 +618,6 @@ class RunnerPool:
         run_rows: list[dict[str, Any]],
     ) -> _Run | None:
         """Claim one locked job row if it is eligible (appends its run-log rows)."""
-        j = schema.job
         if row.running:
             return None
         if (
@@ -672,7 +671,7 @@ class RunnerPool:
         if not self.mysql:
             values["locked_by"] = self.runner_id
             values["locked_until"] = to_db(self._lease_end(now))
-        res = c.execute(update(j).where(j.c.id == job.id, j.c.running.is_(False)).values(**values))
+        res = update_job(c, job.id, values, only_idle=True)
         if res.rowcount != 1:
             return None
         common = {
@@ -924,24 +923,19 @@ class RunnerPool:
     def _record_run(
         self, c: Connection, run: _Run, outcome: Outcome, error: str | None, finished: datetime
     ) -> None:
-        r = schema.run
         started = run.exec_start or run.started
         c.execute(
-            update(r)
-            # A reaper may have called it lost while we were cut off: we know better.
-            .where(
-                r.c.job_id == run.job.id,
-                r.c.scheduled_for == to_db(run.slot),
-                r.c.runner == self.runner_id,
-                r.c.outcome.in_([Outcome.RUNNING.value, Outcome.LOST.value]),
-            )
-            .values(
-                outcome=outcome.value,
-                started=to_db(started),
-                finished=to_db(finished),
-                duration=max(0.0, (finished - started).total_seconds()),
-                error=error,
-            )
+            _run_update_stmt(),
+            {
+                "w_job_id": run.job.id,
+                "w_slot": to_db(run.slot),
+                "w_runner": self.runner_id,
+                "v_outcome": outcome.value,
+                "v_started": to_db(started),
+                "v_finished": to_db(finished),
+                "v_duration": max(0.0, (finished - started).total_seconds()),
+                "v_error": error,
+            },
         )
 
     def _record_job(
@@ -967,8 +961,7 @@ class RunnerPool:
         )
         if not self.hold:
             values.update(locked_by=None, locked_until=None)
-        j = schema.job
-        c.execute(update(j).where(j.c.id == run.job.id).values(**values))
+        update_job(c, run.job.id, values)
 
     # ------------------------------------------------------------------ staying alive
 
@@ -1181,6 +1174,59 @@ class RunnerPool:
 
 
 # ---------------------------------------------------------------------- bookkeeping
+
+# Hot-path statements are built once and executed with parameters: building an
+# UPDATE with literal values costs more Python time than the round trip.
+_statements: dict[Any, Any] = {}
+
+
+def update_job(
+    c: Connection, job_id: int, values: dict[str, Any], *, only_idle: bool = False
+) -> Any:
+    """``UPDATE jobtui_job SET <values> WHERE id = job_id [AND running = 0]``."""
+    keys = tuple(sorted(values))
+    key = ("job", keys, only_idle)
+    stmt = _statements.get(key)
+    if stmt is None:
+        j = schema.job
+        where = [j.c.id == bindparam("w_id", type_=j.c.id.type)]
+        if only_idle:
+            where.append(j.c.running.is_(False))
+        stmt = (
+            update(j)
+            .where(*where)
+            .values({k: bindparam(f"v_{k}", type_=j.c[k].type) for k in keys})
+        )
+        _statements[key] = stmt
+    params = {f"v_{k}": v for k, v in values.items()}
+    params["w_id"] = job_id
+    return c.execute(stmt, params)
+
+
+def _run_update_stmt() -> Any:
+    """``UPDATE jobtui_run SET outcome, started, finished, duration, error`` of one run."""
+    stmt = _statements.get("run")
+    if stmt is None:
+        r = schema.run
+        stmt = (
+            update(r)
+            # A reaper may have called it lost while we were cut off: we know better.
+            .where(
+                r.c.job_id == bindparam("w_job_id", type_=r.c.job_id.type),
+                r.c.scheduled_for == bindparam("w_slot", type_=r.c.scheduled_for.type),
+                r.c.runner == bindparam("w_runner", type_=r.c.runner.type),
+                r.c.outcome.in_([Outcome.RUNNING.value, Outcome.LOST.value]),
+            )
+            .values(
+                outcome=bindparam("v_outcome", type_=r.c.outcome.type),
+                started=bindparam("v_started", type_=r.c.started.type),
+                finished=bindparam("v_finished", type_=r.c.finished.type),
+                duration=bindparam("v_duration", type_=r.c.duration.type),
+                error=bindparam("v_error", type_=r.c.error.type),
+            )
+        )
+        _statements["run"] = stmt
+    return stmt
 
 
 def _anchor(job: Job) -> datetime:
