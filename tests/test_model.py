@@ -260,6 +260,13 @@ def test_urls_never_show_a_password() -> None:
         assert "secretpw" not in str(exc)
     with pytest.raises(InvalidInput, match="invalid database URL"):
         parse_url("::not a url::")
+    # an unencoded @ in the password: never shown, not even in part
+    raw = "mysql+pymysql://app:s3cr@tPart@db.internal:3306/jobs"
+    assert "tPart" not in mask_url(raw) and "s3cr" not in mask_url(raw)
+    assert "tPart" not in mask_text(f"failed: {raw}")
+    with pytest.raises(InvalidInput, match="%40") as info:
+        parse_url(raw)
+    assert "tPart" not in str(info.value) and "s3cr" not in str(info.value)
 
 
 def test_resolve_url(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:

@@ -49,6 +49,14 @@ def resolve_url(db: str | None = None) -> str:
 
 
 def parse_url(value: str) -> URL:
+    netloc = value.split("://", 1)[-1].split("/", 1)[0]
+    if netloc.count("@") > 1:
+        # make_url would take part of the password for the host name (and show it)
+        raise InvalidInput(
+            f"invalid database URL {mask_text(value)!r}: a password containing @ must be "
+            "written %40 (URL-encoded), or put the credentials in an option file "
+            "(?read_default_file=~/.my.cnf)"
+        )
     try:
         url = make_url(value)
     except ArgumentError:
@@ -70,6 +78,8 @@ def parse_url(value: str) -> URL:
 def mask_url(url: URL | str) -> str:
     """The URL with any password replaced by ***."""
     if isinstance(url, str):
+        if url.split("://", 1)[-1].split("/", 1)[0].count("@") > 1:
+            return mask_text(url)
         try:
             parsed = make_url(url)
         except ArgumentError:
@@ -78,7 +88,7 @@ def mask_url(url: URL | str) -> str:
     return url.render_as_string(hide_password=True)
 
 
-_PASSWORD_IN_URL = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
+_PASSWORD_IN_URL = re.compile(r"(://[^:/@\s]*:)[^\s/]*@")  # greedy: up to the last @
 
 
 def mask_text(text: str) -> str:
