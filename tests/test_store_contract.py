@@ -1562,3 +1562,23 @@ def test_read_only_on_an_empty_database_says_to_init(db_url: str) -> None:
         assert info.value.exit_code == 1
     finally:
         ro.close()
+
+
+@pytest.mark.parametrize("kind", ["once", "expr", "every"])
+def test_resume_after_the_window_closed_finishes(
+    cstore: JobStore, clock: FakeClock, kind: str
+) -> None:
+    start, finish = T0 + timedelta(hours=1), T0 + timedelta(hours=2)
+    schedule = make_schedule(
+        kind,
+        every=60 if kind == "every" else None,
+        expr=next_day_expr(cstore) if kind == "expr" else None,
+        start=start,
+        finish=finish,
+    )
+    cstore.submit("windowed", What("sql", "SELECT 1"), schedule)
+    cstore.pause("windowed")
+    clock.advance(3 * 3600)  # paused until after the window
+    job = cstore.resume("windowed")
+    assert (job.status, job.next_run) == (Status.FINISHED, None)
+    assert cstore.preview(job) == []

@@ -675,6 +675,8 @@ class JobStore:
                 nxt = now
         else:  # expr: evaluated at the start of each run; resume runs it now
             nxt = now if job.next_run is None or job.next_run < now else job.next_run
+        if nxt is not None and sched.finish is not None and nxt > sched.finish:
+            nxt = None  # the window closed while the job was paused or broken
         values: dict[str, Any] = {"next_run": to_db(nxt)}
         if nxt is None:
             values["phase"] = "FINISHED"
