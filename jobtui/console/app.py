@@ -126,7 +126,7 @@ class JobtuiApp(App[None]):
     def _main(self) -> MainScreen | None:
         """The main screen, or None while starting up or shutting down."""
         for screen in self.screen_stack:
-            if isinstance(screen, MainScreen) and screen.ready:
+            if isinstance(screen, MainScreen) and screen.ready and screen.table.is_attached:
                 return screen
         return None
 

@@ -27,6 +27,7 @@ class MainScreen(JobActions, Screen[None]):
         super().__init__(id="main")
         self.all_owners = all_owners
         self.ready = False  # composed and mounted: the app may refresh into it
+        self._table = JobTable(clock=self.console.store.now, all_owners=all_owners, id="jobs")
 
     def compose(self) -> ComposeResult:
         yield Static("", id="banner")
@@ -34,7 +35,7 @@ class MainScreen(JobActions, Screen[None]):
             placeholder="filter by name, owner or status — Enter keeps it, Esc clears it",
             id="filter",
         )
-        yield JobTable(clock=self.console.store.now, all_owners=self.all_owners, id="jobs")
+        yield self._table
         yield StatusLine(id="status")
         yield Footer()
 
@@ -47,7 +48,10 @@ class MainScreen(JobActions, Screen[None]):
 
     @property
     def table(self) -> JobTable:
-        return self.query_one(JobTable)
+        return self._table
+
+    def on_unmount(self) -> None:
+        self.ready = False
 
     def selected_job(self) -> Job | None:
         return self.table.current_job()

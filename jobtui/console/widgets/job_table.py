@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -61,62 +60,71 @@ class NameCell(Text):
     job_id: int = 0
 
 
-@dataclass
-class RowCells:
-    """One row's cells and a cheap signature of each, to skip cells that did not change."""
+# A cell as plain data: (text, theme variable or "", bold, justify, suffixes). Cheap to
+# build in the refresh thread and to compare; a Text is made only for cells that changed.
+CellSpec = tuple[str, str, bool, str, tuple[tuple[str, str], ...]]
+RowSpec = dict[str, CellSpec]
+_NONE: tuple[tuple[str, str], ...] = ()
 
-    cells: dict[str, Text]
-    sigs: dict[str, str]
 
-
-def build_cells(job: Job, now: datetime, styles: dict[str, Style], *, all_owners: bool) -> RowCells:
-    """A job's row (pure: runs in the refresh thread as well as on the event loop)."""
+def row_spec(job: Job, now: datetime, *, all_owners: bool) -> RowSpec:
+    """A job's row as cell specs (pure: runs in the refresh thread or on the event loop)."""
     last, outcome = fmt.last_run_text(job, now)
-    name = NameCell(job.name, no_wrap=True)
-    name.job_id = job.id
-    status_var = fmt.STATUS_VARIABLE[job.status]
-    status = Text(job.status.value, style=styles.get(status_var, ""))
-    if job.status in (Status.RUNNING, Status.BROKEN):
-        status.stylize("bold")
+    suffixes: list[tuple[str, str]] = []
     if job.broken and job.status is not Status.BROKEN:
-        status.append(" broken", style=styles.get("error", ""))
+        suffixes.append((" broken", "error"))
     if job.abort_requested and job.running:
-        status.append(" aborting", style=styles.get("warning", ""))
-    cells: dict[str, Text] = {"name": name}
+        suffixes.append((" aborting", "warning"))
+    spec: RowSpec = {"name": (job.name, "", False, "left", _NONE)}
     if all_owners:
-        cells["owner"] = Text(job.owner)
-    cells["status"] = status
-    cells["next"] = Text(fmt.next_run_text(job, now))
-    cells["last"] = Text(
-        last, style=styles.get(fmt.OUTCOME_VARIABLE[outcome], "") if outcome else ""
+        spec["owner"] = (job.owner, "", False, "left", _NONE)
+    spec["status"] = (
+        job.status.value,
+        fmt.STATUS_VARIABLE[job.status],
+        job.status in (Status.RUNNING, Status.BROKEN),
+        "left",
+        tuple(suffixes),
     )
-    cells["duration"] = Text(fmt.duration(job.last_duration), justify="right")
-    cells["failures"] = Text(
+    spec["next"] = (fmt.next_run_text(job, now), "", False, "left", _NONE)
+    spec["last"] = (last, fmt.OUTCOME_VARIABLE[outcome] if outcome else "", False, "left", _NONE)
+    spec["duration"] = (fmt.duration(job.last_duration), "", False, "right", _NONE)
+    spec["failures"] = (
         f"{job.failures}/{job.max_failures}" if job.failures else "0",
-        justify="right",
-        style=styles.get("error", "") if job.failures else "",
+        "error" if job.failures else "",
+        False,
+        "right",
+        _NONE,
     )
-    cells["cycles"] = Text(str(job.cycles), justify="right")
-    cells["runner"] = Text(fmt.runner_text(job, now))
-    cells["schedule"] = Text(job.schedule.describe())
-    sigs = {
-        key: f"{cell.plain}\x00{cell.style}\x00{len(cell.spans)}" for key, cell in cells.items()
-    }
-    return RowCells(cells, sigs)
+    spec["cycles"] = (str(job.cycles), "", False, "right", _NONE)
+    spec["runner"] = (fmt.runner_text(job, now), "", False, "left", _NONE)
+    spec["schedule"] = (job.schedule.describe(), "", False, "left", _NONE)
+    return spec
 
 
-def time_cells(job: Job, now: datetime, styles: dict[str, Style]) -> RowCells:
+def time_spec(job: Job, now: datetime) -> RowSpec:
     """Only the cells that change with the clock (next, last, runner)."""
     last, outcome = fmt.last_run_text(job, now)
-    cells = {
-        "next": Text(fmt.next_run_text(job, now)),
-        "last": Text(last, style=styles.get(fmt.OUTCOME_VARIABLE[outcome], "") if outcome else ""),
-        "runner": Text(fmt.runner_text(job, now)),
+    return {
+        "next": (fmt.next_run_text(job, now), "", False, "left", _NONE),
+        "last": (last, fmt.OUTCOME_VARIABLE[outcome] if outcome else "", False, "left", _NONE),
+        "runner": (fmt.runner_text(job, now), "", False, "left", _NONE),
     }
-    sigs = {
-        key: f"{cell.plain}\x00{cell.style}\x00{len(cell.spans)}" for key, cell in cells.items()
-    }
-    return RowCells(cells, sigs)
+
+
+def render_cell(column: str, spec: CellSpec, styles: dict[str, Style], job_id: int) -> Text:
+    """The Text shown for one cell spec."""
+    plain, variable, bold, justify, suffixes = spec
+    style: Style | str = styles.get(variable, "") if variable else ""
+    if bold:
+        style = Style.combine([style, Style(bold=True)]) if isinstance(style, Style) else "bold"
+    if column == "name":
+        cell: Text = NameCell(plain, style=style, no_wrap=True)
+        cell.job_id = job_id  # type: ignore[attr-defined]
+    else:
+        cell = Text(plain, style=style, justify=justify)  # type: ignore[arg-type]
+    for text, suffix_variable in suffixes:
+        cell.append(text, style=styles.get(suffix_variable, ""))
+    return cell
 
 
 class JobTable(DataTable[Text]):
@@ -145,7 +153,7 @@ class JobTable(DataTable[Text]):
         self.jobs: dict[int, Job] = {}
         self.counts: Counter[Status] = Counter()  # kept up to date by apply/remove
         self._running_ids: set[int] = set()
-        self._shown: dict[int, dict[str, str]] = {}
+        self._shown: dict[int, RowSpec] = {}
         self._styles: dict[str, Style] = {}
         self._column_objects: dict[str, Any] = {}
 
@@ -160,26 +168,22 @@ class JobTable(DataTable[Text]):
 
     # ------------------------------------------------------------------ data in
 
-    def prepare(self, jobs: Iterable[Job]) -> tuple[list[Job], dict[int, RowCells]]:
-        """In the refresh thread: drop rows equal to what is shown, build the others' cells.
+    def prepare(self, jobs: Iterable[Job]) -> tuple[list[Job], dict[int, RowSpec]]:
+        """In the refresh thread: drop rows equal to what is shown, describe the others.
 
         Only reads this widget's state, so the event loop is left with
-        comparing signatures and updating the cells that differ.
+        comparing cell specs and rendering the cells that differ.
         """
         known = self.jobs
         changed = [job for job in jobs if known.get(job.id) != job]
         now = self.clock()
-        styles = dict(self._styles)
-        cells = {
-            job.id: build_cells(job, now, styles, all_owners=self.all_owners) for job in changed
-        }
-        return changed, cells
+        return changed, {job.id: row_spec(job, now, all_owners=self.all_owners) for job in changed}
 
     def apply(
         self,
         changed: Iterable[Job],
         ids: set[int] | None = None,
-        prepared: dict[int, RowCells] | None = None,
+        prepared: dict[int, RowSpec] | None = None,
     ) -> None:
         """Apply a refresh: changed rows in place, removed ids out, new rows in."""
         now = self.clock()
@@ -226,7 +230,7 @@ class JobTable(DataTable[Text]):
         for job_id in targets:
             job = self.jobs.get(job_id)
             if job is not None and job_id in self._shown:
-                self._update_row(job_id, time_cells(job, now, self._styles))
+                self._update_row(job_id, time_spec(job, now))
 
     # ------------------------------------------------------------------ reading
 
@@ -291,21 +295,24 @@ class JobTable(DataTable[Text]):
             if new.running:
                 self._running_ids.add(new.id)
 
-    def _build(self, job: Job, now: datetime) -> RowCells:
-        return build_cells(job, now, self._styles, all_owners=self.all_owners)
+    def _build(self, job: Job, now: datetime) -> RowSpec:
+        return row_spec(job, now, all_owners=self.all_owners)
 
-    def _add_row(self, job_id: int, row: RowCells) -> None:
-        self.add_row(*row.cells.values(), key=str(job_id))
-        self._shown[job_id] = dict(row.sigs)
+    def _add_row(self, job_id: int, row: RowSpec) -> None:
+        styles = self._styles
+        cells = [render_cell(column, spec, styles, job_id) for column, spec in row.items()]
+        self.add_row(*cells, key=str(job_id))
+        self._shown[job_id] = dict(row)
 
-    def _update_row(self, job_id: int, row: RowCells) -> None:
+    def _update_row(self, job_id: int, row: RowSpec) -> None:
         shown = self._shown[job_id]
         key = str(job_id)
         columns = self._column_objects
-        for column, sig in row.sigs.items():
-            if shown.get(column) != sig:
-                shown[column] = sig
-                cell = row.cells[column]
+        styles = self._styles
+        for column, spec in row.items():
+            if shown.get(column) != spec:
+                shown[column] = spec
+                cell = render_cell(column, spec, styles, job_id)
                 # Only a wider cell re-measures its column: a narrower one would make
                 # DataTable re-measure every cell of the column (quadratic at 10,000 rows).
                 grow = cell.cell_len > columns[column].content_width
