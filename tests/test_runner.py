@@ -582,6 +582,19 @@ def test_finish_values_follow_dbms_job_rules() -> None:
         shutdown=True,
     )
     assert shutdown["phase"] == "SLEEPING" and shutdown["status"] == "SLEEPING"
+    assert "next_run" not in shutdown  # the next regular slot stands
+    once_cut = finish_values(
+        _job("ENABLED", next_run=None),
+        "ENABLED",
+        outcome=Outcome.ABORTED,
+        error="grace",
+        started=t0,
+        finished=t1,
+        manual=False,
+        shutdown=True,
+    )
+    # A once job cut off by a shutdown (rolled back) runs again, not stuck without a slot.
+    assert once_cut["next_run"] == to_db(t1) and once_cut["status"] == "ENABLED"
 
 
 def test_coalesce_a_long_cron_gap_quickly() -> None:
@@ -594,3 +607,41 @@ def test_coalesce_a_long_cron_gap_quickly() -> None:
     assert n >= 10_000  # a lower bound when the gap is this long
     slot, n = coalesce(sched, t0, t0 + timedelta(seconds=30.5), t0)
     assert slot == t0 + timedelta(seconds=30) and n == 30
+
+
+def test_a_lost_once_job_shows_error_and_is_not_rerun(store: JobStore, pools: list) -> None:
+    """A crashed runner's once job: the run is lost, the job shows ERROR, nothing reruns it."""
+    make_ledger(store)
+    job = store.submit("one", ledger_sql("one"), make_schedule("once"))
+    now = utcnow()
+    ghost = "ghost-host:1:gone:0000"
+    with store.write() as conn:  # what a runner killed mid-run leaves behind
+        conn.execute(
+            update(schema.job)
+            .where(schema.job.c.id == job.id)
+            .values(
+                running=True,
+                status="RUNNING",
+                runner_id=ghost,
+                next_run=None,
+                this_run=to_db(now),
+                runner_start=to_db(now),
+            )
+        )
+        conn.execute(
+            schema.run.insert().values(
+                job_id=job.id,
+                job_name="one",
+                owner=job.owner,
+                scheduled_for=to_db(now),
+                started=to_db(now),
+                outcome="running",
+                runner=ghost,
+            )
+        )
+    start_pool(pools, store, heartbeat_timeout=2.0)
+    assert wait_for(lambda: not store.get("one").running, 15)
+    time.sleep(3 * POLL)
+    after = store.get("one")
+    assert after.status is Status.ERROR and after.last_outcome is Outcome.LOST
+    assert [r.outcome for r in runs_of(store, "one")] == [Outcome.LOST]

@@ -1122,6 +1122,9 @@ class RunnerPool:
                             if job_id in self._active:
                                 return True
                     j = schema.job
+                    lost_phase = (
+                        "ERROR" if row.next_run is None and row.phase != "FINISHED" else row.phase
+                    )
                     c.execute(
                         update(j)
                         .where(j.c.id == job_id)
@@ -1135,11 +1138,14 @@ class RunnerPool:
                             locked_by=None,
                             locked_until=None,
                             abort_requested=False,
+                            # A lost run with no next slot (a once job) may or may not
+                            # have completed: show ERROR and leave the rerun to an operator.
+                            phase=lost_phase,
                             status=derive_status(
                                 intent=row.intent,
                                 broken=bool(row.broken),
                                 running=False,
-                                phase=row.phase,
+                                phase=lost_phase,
                             ).value,
                             updated=to_db(now),
                         )
@@ -1338,6 +1344,10 @@ def finish_values(
     elif outcome is Outcome.ABORTED and not shutdown:
         phase = "ABORTED"
         values["run_now"] = False
+    elif outcome is Outcome.ABORTED and next_run is None and phase != "FINISHED" and not manual:
+        # A shutdown cut the only slot off (a once job) and rolled it back: run it
+        # again as soon as a runner is up, rather than leaving it with no next run.
+        values["next_run"] = to_db(finished)
     values.update(
         failures=failures,
         broken=broken,
