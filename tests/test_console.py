@@ -116,6 +116,24 @@ async def test_main_table_shows_every_job_with_schedule_and_status(sqlite_url: s
         assert "connected" in status and "1 paused" in status and "2 enabled" in status
 
 
+async def test_columns_widen_to_fit_new_and_changed_cells(sqlite_url: str) -> None:
+    seed(open_store(sqlite_url))
+    long_name = "a-job-with-a-rather-long-name-for-the-table"
+    async with console(sqlite_url, refresh=0.1) as (app, pilot, store):
+        table = table_of(app)
+        assert table.columns["name"].content_width == len("alpha")
+        store.submit(long_name, What("sql", "SELECT 1"), make_schedule("every", every=5))
+        await wait_for(pilot, lambda: long_name in row_texts(app))
+        await pilot.pause()
+        assert table.columns["name"].content_width == len(long_name)
+        store.pause("alpha")
+        await wait_for(pilot, lambda: row_texts(app)["alpha"]["status"] == "PAUSED")
+        store.broken("alpha", True)  # "PAUSED broken": wider than any status so far
+        await wait_for(pilot, lambda: row_texts(app)["alpha"]["status"] == "PAUSED broken")
+        await pilot.pause()
+        assert table.columns["status"].content_width == len("PAUSED broken")
+
+
 async def test_all_owners_shows_the_owner_column(sqlite_url: str) -> None:
     seed(open_store(sqlite_url))
     async with console(sqlite_url, all_owners=True) as (app, _pilot, store):

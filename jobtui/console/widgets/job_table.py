@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.color import Color, ColorParseError
 from textual.reactive import reactive
 from textual.widgets import DataTable
-from textual.widgets.data_table import RowDoesNotExist
+from textual.widgets.data_table import RowDoesNotExist, RowKey
 
 from jobtui.console import formatting as fmt
 from jobtui.core.model import Job, Status
@@ -65,6 +65,8 @@ class NameCell(Text):
 CellSpec = tuple[str, str, bool, str, tuple[tuple[str, str], ...]]
 RowSpec = dict[str, CellSpec]
 _NONE: tuple[tuple[str, str], ...] = ()
+# What the refresh thread hands over per job: its spec, and its cells when the row is new.
+Prepared = tuple[RowSpec, list[Text] | None]
 
 
 def row_spec(job: Job, now: datetime, *, all_owners: bool) -> RowSpec:
@@ -168,22 +170,32 @@ class JobTable(DataTable[Text]):
 
     # ------------------------------------------------------------------ data in
 
-    def prepare(self, jobs: Iterable[Job]) -> tuple[list[Job], dict[int, RowSpec]]:
+    def prepare(self, jobs: Iterable[Job]) -> tuple[list[Job], dict[int, Prepared]]:
         """In the refresh thread: drop rows equal to what is shown, describe the others.
 
-        Only reads this widget's state, so the event loop is left with
-        comparing cell specs and rendering the cells that differ.
+        Rows not on screen yet also get their cells rendered here (the first
+        load of a big table), so the event loop is left with comparing cell
+        specs, rendering the few cells that differ, and adding rows.
         """
         known = self.jobs
+        shown = self._shown
         changed = [job for job in jobs if known.get(job.id) != job]
         now = self.clock()
-        return changed, {job.id: row_spec(job, now, all_owners=self.all_owners) for job in changed}
+        styles = dict(self._styles)
+        prepared: dict[int, Prepared] = {}
+        for job in changed:
+            spec = row_spec(job, now, all_owners=self.all_owners)
+            cells = None
+            if job.id not in shown:
+                cells = [render_cell(c, cell, styles, job.id) for c, cell in spec.items()]
+            prepared[job.id] = (spec, cells)
+        return changed, prepared
 
     def apply(
         self,
         changed: Iterable[Job],
         ids: set[int] | None = None,
-        prepared: dict[int, RowSpec] | None = None,
+        prepared: dict[int, Prepared] | None = None,
     ) -> None:
         """Apply a refresh: changed rows in place, removed ids out, new rows in."""
         now = self.clock()
@@ -201,11 +213,16 @@ class JobTable(DataTable[Text]):
                 if not visible:
                     self._remove_row(job.id)
                     continue
-                self._update_row(job.id, prepared.get(job.id) or self._build(job, now))
+                ready = prepared.get(job.id)
+                self._update_row(job.id, ready[0] if ready else self._build(job, now))
                 if old is None or sort_fn(old) != sort_fn(job):
                     resort = True
             elif visible:
-                self._add_row(job.id, prepared.get(job.id) or self._build(job, now))
+                ready = prepared.get(job.id)
+                if ready is None:
+                    self._add_row(job.id, self._build(job, now))
+                else:
+                    self._add_row(job.id, ready[0], ready[1])
                 resort = True
         if ids is not None:
             for job_id in [i for i in self.jobs if i not in ids]:
@@ -231,6 +248,27 @@ class JobTable(DataTable[Text]):
             job = self.jobs.get(job_id)
             if job is not None and job_id in self._shown:
                 self._update_row(job_id, time_spec(job, now))
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """Widen columns for new rows by ``Text.cell_len``, then let DataTable size itself.
+
+        DataTable measures every new cell through rich's console measure (which
+        asks the terminal for its size three times per cell): seconds of
+        event-loop time for a 10,000-job table. Every cell here is a one-line
+        Text, whose width is its ``cell_len``. (Textual is pinned exactly, so
+        this override of a private hook is checked by the tests of this version.)
+        """
+        columns = list(self.columns.items())
+        data = self._data
+        for row_key in new_rows:
+            cells = data.get(row_key)
+            if cells is None:  # removed before the table went idle
+                continue
+            for key, column in columns:
+                cell = cells.get(key)
+                if cell is not None and cell.cell_len > column.content_width:
+                    column.content_width = cell.cell_len
+        super()._update_dimensions(())
 
     # ------------------------------------------------------------------ reading
 
@@ -298,9 +336,10 @@ class JobTable(DataTable[Text]):
     def _build(self, job: Job, now: datetime) -> RowSpec:
         return row_spec(job, now, all_owners=self.all_owners)
 
-    def _add_row(self, job_id: int, row: RowSpec) -> None:
-        styles = self._styles
-        cells = [render_cell(column, spec, styles, job_id) for column, spec in row.items()]
+    def _add_row(self, job_id: int, row: RowSpec, cells: list[Text] | None = None) -> None:
+        if cells is None:
+            styles = self._styles
+            cells = [render_cell(column, spec, styles, job_id) for column, spec in row.items()]
         self.add_row(*cells, key=str(job_id))
         self._shown[job_id] = dict(row)
 
