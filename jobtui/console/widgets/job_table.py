@@ -27,10 +27,10 @@ COLUMNS = (
     ("status", "Status"),
     ("next", "Next run"),
     ("last", "Last run"),
+    ("runner", "Running"),
     ("duration", "Took"),
     ("failures", "Fail"),
     ("cycles", "Runs"),
-    ("runner", "Running on"),
     ("schedule", "Schedule"),
 )
 TIME_COLUMNS = ("last", "next", "runner")
@@ -89,6 +89,7 @@ def row_spec(job: Job, now: datetime, *, all_owners: bool) -> RowSpec:
     )
     spec["next"] = (fmt.next_run_text(job, now), "", False, "left", _NONE)
     spec["last"] = (last, fmt.OUTCOME_VARIABLE[outcome] if outcome else "", False, "left", _NONE)
+    spec["runner"] = (fmt.runner_text(job, now), "", False, "left", _NONE)
     spec["duration"] = (fmt.duration(job.last_duration), "", False, "right", _NONE)
     spec["failures"] = (
         f"{job.failures}/{job.max_failures}" if job.failures else "0",
@@ -98,7 +99,6 @@ def row_spec(job: Job, now: datetime, *, all_owners: bool) -> RowSpec:
         _NONE,
     )
     spec["cycles"] = (str(job.cycles), "", False, "right", _NONE)
-    spec["runner"] = (fmt.runner_text(job, now), "", False, "left", _NONE)
     spec["schedule"] = (job.schedule.describe(), "", False, "left", _NONE)
     return spec
 
