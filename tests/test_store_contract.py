@@ -224,7 +224,6 @@ def proc_store(mariadb_url: str, clock: FakeClock) -> Iterator[JobStore]:
         cur.execute("CREATE PROCEDURE no_args() BEGIN END")
     conn.close()
     s = open_store(mariadb_url, clock=clock)
-    s.database = database  # type: ignore[attr-defined]
     try:
         yield s
     finally:
@@ -233,7 +232,7 @@ def proc_store(mariadb_url: str, clock: FakeClock) -> Iterator[JobStore]:
 
 @pytest.mark.mariadb
 def test_submit_call_procedure(proc_store: JobStore) -> None:
-    db = proc_store.database  # type: ignore[attr-defined]
+    db = proc_store.engine.url.database
     job = proc_store.submit(
         "caller",
         What("call", f"{db}.record_call", ("7", "it's ok")),
@@ -260,7 +259,7 @@ def test_submit_call_procedure(proc_store: JobStore) -> None:
 def test_submit_call_bad_procedure(
     proc_store: JobStore, target: str, args: tuple[str, ...], message: str
 ) -> None:
-    db = proc_store.database  # type: ignore[attr-defined]
+    db = proc_store.engine.url.database
     sql_every(proc_store, "existing")
     before = dump_jobs(proc_store)
     with pytest.raises(InvalidInput, match=message):
