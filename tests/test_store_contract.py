@@ -1393,6 +1393,16 @@ def test_tables_are_utf8mb4_on_a_latin1_database(clock: FakeClock) -> None:
     try:
         job = sql_every(s, "rocket", description="\U0001f680")
         assert s.get("rocket").description == "\U0001f680" == job.description
+        with s.engine.connect() as conn:
+            tables = conn.execute(
+                text(
+                    "SELECT TABLE_NAME, ENGINE, TABLE_COLLATION FROM information_schema.TABLES "
+                    "WHERE TABLE_SCHEMA = DATABASE()"
+                )
+            ).all()
+            conn.rollback()
+        assert sorted(t[0] for t in tables) == sorted(schema.metadata.tables)
+        assert {(t[1], t[2]) for t in tables} == {("InnoDB", "utf8mb4_bin")}
     finally:
         s.close()
         conn = admin_connection()

@@ -44,7 +44,12 @@ metadata = MetaData()
 # Binary collation on MySQL/MariaDB: names compare case-sensitively, as on SQLite
 # ("Nightly" and "nightly" are two jobs on both backends), and text is full UTF-8
 # whatever the server's default character set.
-MYSQL_TABLE_OPTIONS: dict[str, Any] = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
+# InnoDB whatever the server's default engine: row locks and transactions are the design.
+MYSQL_TABLE_OPTIONS: dict[str, Any] = {
+    "mysql_engine": "InnoDB",
+    "mysql_charset": "utf8mb4",
+    "mysql_collate": "utf8mb4_bin",
+}
 
 job = Table(
     "jobtui_job",
