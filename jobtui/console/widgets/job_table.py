@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.color import Color, ColorParseError
 from textual.reactive import reactive
 from textual.widgets import DataTable
-from textual.widgets.data_table import RowDoesNotExist, RowKey
+from textual.widgets.data_table import CellKey, ColumnKey, RowDoesNotExist, RowKey
 
 from jobtui.console import formatting as fmt
 from jobtui.core.model import Job, Status
@@ -158,6 +158,7 @@ class JobTable(DataTable[Text]):
         self._shown: dict[int, RowSpec] = {}
         self._styles: dict[str, Style] = {}
         self._column_objects: dict[str, Any] = {}
+        self._dirty_cells = False
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
@@ -227,6 +228,7 @@ class JobTable(DataTable[Text]):
         if ids is not None:
             for job_id in [i for i in self.jobs if i not in ids]:
                 self.remove_job(job_id)
+        self._flush()
         if resort:
             self._sort()
 
@@ -248,6 +250,7 @@ class JobTable(DataTable[Text]):
             job = self.jobs.get(job_id)
             if job is not None and job_id in self._shown:
                 self._update_row(job_id, time_spec(job, now))
+        self._flush()
 
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
         """Widen columns for new rows by ``Text.cell_len``, then let DataTable size itself.
@@ -344,18 +347,38 @@ class JobTable(DataTable[Text]):
         self._shown[job_id] = dict(row)
 
     def _update_row(self, job_id: int, row: RowSpec) -> None:
+        """Swap the cells whose spec changed; the caller refreshes once (``_flush``)."""
         shown = self._shown[job_id]
-        key = str(job_id)
         columns = self._column_objects
         styles = self._styles
+        data: dict[ColumnKey, Text] | None = None
+        row_key = RowKey(str(job_id))
         for column, spec in row.items():
             if shown.get(column) != spec:
                 shown[column] = spec
                 cell = render_cell(column, spec, styles, job_id)
+                if data is None:
+                    data = self._data[row_key]
+                column_key = ColumnKey(column)
+                data[column_key] = cell
                 # Only a wider cell re-measures its column: a narrower one would make
                 # DataTable re-measure every cell of the column (quadratic at 10,000 rows).
-                grow = cell.cell_len > columns[column].content_width
-                self.update_cell(key, column, cell, update_width=grow)
+                if cell.cell_len > columns[column].content_width:
+                    self._updated_cells.add(CellKey(row_key, column_key))
+                    self._require_update_dimensions = True
+                self._dirty_cells = True
+
+    def _flush(self) -> None:
+        """One refresh for all the cells ``_update_row`` swapped.
+
+        This is ``DataTable.update_cell`` for many cells at once: update_cell
+        refreshes the widget per cell, which is most of the cost of applying a
+        thousand changed rows.
+        """
+        if self._dirty_cells:
+            self._dirty_cells = False
+            self._update_count += 1
+            self.refresh()
 
     def _remove_row(self, job_id: int) -> None:
         self._shown.pop(job_id, None)
@@ -400,3 +423,4 @@ class JobTable(DataTable[Text]):
         now = self.clock()
         for job_id in list(self._shown):
             self._update_row(job_id, self._build(self.jobs[job_id], now))
+        self._flush()
