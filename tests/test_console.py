@@ -541,6 +541,12 @@ async def test_database_loss_shows_a_banner_refuses_writes_and_recovers(tmp_path
         await pilot.press("p")
         await settle(app, pilot)
         assert any("no database connection" in n for n in notices(app))
+        await pilot.press("l")  # the run log says so in place, and does not crash
+        await settle(app, pilot)
+        log = app.screen
+        assert isinstance(log, RunLogScreen)
+        await wait_for(pilot, lambda: "unavailable" in str(log.query_one("#runlog-count").render()))
+        await pilot.press("escape")
         moved.rename(folder)
         await wait_for(pilot, lambda: app.connected)
         assert not banner.display

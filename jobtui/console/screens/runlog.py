@@ -8,6 +8,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.color import Color, ColorParseError
 from textual.containers import Horizontal
+from textual.content import Content
+from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Select, Static
 
@@ -77,7 +79,12 @@ class RunLogScreen(Screen[None]):
 
     def on_runs_loaded(self, message: RunsLoaded) -> None:
         if message.error:
-            self.notify(message.error, severity="error", timeout=4)
+            # Shown in place (not as a notification every two seconds); rows stay stale.
+            self.query_one("#runlog-count", Static).update(
+                Content.from_markup(
+                    f"[$error]{escape(message.error)}[/] (showing the last rows read)"
+                )
+            )
             return
         self.runs = message.runs
         self.show()
