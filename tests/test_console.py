@@ -422,17 +422,19 @@ async def test_details_screen_shows_fields_history_and_takes_action_keys(
         fields = str(details.query_one("#fields").render())
         assert "once-off" in fields and "FINISHED" in fields and "one go" in fields
         history = details.query_one("#history")
-        assert history.row_count == 1
+        await wait_for(pilot, lambda: history.row_count == 1)
         assert "ok" in str(history.get_row_at(0))
         await pilot.press("escape")
         await select_row(app, pilot, "alpha")
         await pilot.press("enter")
         await settle(app, pilot)
-        assert str(app.screen.query_one("#upcoming").render()).count("UTC") == 5
+        await wait_for(
+            pilot, lambda: str(app.screen.query_one("#upcoming").render()).count("UTC") == 5
+        )
         await pilot.press("p")
         await settle(app, pilot)
         assert store.get("alpha").status is Status.PAUSED
-        assert "PAUSED" in str(app.screen.query_one("#fields").render())
+        await wait_for(pilot, lambda: "PAUSED" in str(app.screen.query_one("#fields").render()))
         await pilot.press("b")
         await settle(app, pilot)
         assert store.get("alpha").broken
@@ -440,7 +442,8 @@ async def test_details_screen_shows_fields_history_and_takes_action_keys(
         await pilot.pause()
         await pilot.press("y")
         await settle(app, pilot)
-        assert isinstance(app.screen, MainScreen)  # the removed job's details closed
+        # the removed job's details closed
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
         assert "alpha" not in row_texts(app)
 
 
