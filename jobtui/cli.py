@@ -87,6 +87,65 @@ def _seconds(label: str, minimum: float, maximum: float) -> Callable[[str], floa
     return parse
 
 
+def _keep_runs(text: str) -> int | None:
+    """``--keep-runs``: a whole number 0-100000000, or ``off`` (no count limit)."""
+    from jobtui.core.store import MAX_KEEP_RUNS
+
+    if text.strip().lower() == "off":
+        return None
+    return _whole("--keep-runs", 0, MAX_KEEP_RUNS)(text)
+
+
+def _keep_days(label: str) -> Callable[[str], float | None]:
+    """``--keep-days``/``--keep-error-days``: days above 0 (fractions allowed), or ``off``."""
+    from jobtui.core.store import MAX_KEEP_DAYS
+
+    def parse(text: str) -> float | None:
+        if text.strip().lower() == "off":
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not 0 < value <= MAX_KEEP_DAYS:  # NaN fails too
+            raise argparse.ArgumentTypeError(
+                f"invalid {label} {text!r}: expected a number of days above 0, at most "
+                f"{MAX_KEEP_DAYS:g}, or off"
+            )
+        return value
+
+    return parse
+
+
+def _retention_options(parser: argparse.ArgumentParser) -> None:
+    from jobtui.core.store import DEFAULT_RETENTION as d
+
+    group = parser.add_argument_group("run-log retention (pruned by the runners)")
+    group.add_argument(
+        "--keep-runs",
+        metavar="N",
+        type=_keep_runs,
+        default=d.keep_runs,
+        help=f"newest successful runs kept per job, and as many error runs (default "
+        f"{d.keep_runs}; off: no count limit)",
+    )
+    group.add_argument(
+        "--keep-days",
+        metavar="DAYS",
+        type=_keep_days("--keep-days"),
+        default=d.keep_days,
+        help=f"successful runs older than this go (default {d.keep_days:g}; off: no age limit)",
+    )
+    group.add_argument(
+        "--keep-error-days",
+        metavar="DAYS",
+        type=_keep_days("--keep-error-days"),
+        default=d.keep_error_days,
+        help=f"failed, aborted and lost runs older than this go (default "
+        f"{d.keep_error_days:g}; never less than --keep-days)",
+    )
+
+
 # ---------------------------------------------------------------------- the parser
 
 VERBS = (
@@ -111,6 +170,7 @@ VERBS = (
     "run",
     "console",
     "demo",
+    "prune",
 )
 
 STEERING = {
@@ -290,6 +350,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=10.0,
         help="on stop, how long runs may finish before they are aborted (default 10)",
     )
+    _retention_options(p)
+
+    p = verb("prune", "delete old runs from the run log now (the runners do it by themselves)")
+    _retention_options(p)
+    p.add_argument("--dry-run", action="store_true", help="only count what would be deleted")
+    _json_option(p, "the result")
 
     p = verb("run", "run one job's schedule in the foreground (the seed's job$run)")
     p.add_argument("name", metavar="NAME")
@@ -315,6 +381,7 @@ def _console_options(
         default=default_runners,
         help=f"runner threads hosted by the console (default {default_runners})",
     )
+    _retention_options(parser)
     if demo:
         return
     parser.add_argument("--read-only", action="store_true", help="watch only: no changes")
@@ -391,6 +458,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _fail(message: str, code: int) -> int:
     line = " ".join(mask_text(message).split())
+    # Control characters (NUL, ESC ...) and undecodable argv bytes are shown escaped:
+    # the message stays one plain line, whatever it quotes.
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
     print(f"{PROG}: error: {line}", file=sys.stderr)
     return code
 
@@ -911,7 +981,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
     with _store(args) as store:
         return int(
             worker_main(
-                store, threads=args.threads, poll=args.poll, name=args.name, grace=args.grace
+                store,
+                threads=args.threads,
+                poll=args.poll,
+                name=args.name,
+                grace=args.grace,
+                retention=_retention(args),
             )
         )
 
@@ -940,6 +1015,7 @@ def cmd_console(args: argparse.Namespace) -> int:
     if args.read_only and args.runners:
         raise InvalidInput("--read-only watches only: it cannot host runners (--runners 0)")
     with _store(args, read_only=args.read_only) as store:
+        store.retention = _retention(args)  # the pool the console hosts prunes with it
         return _run_console(
             store,
             runners=args.runners,
@@ -963,10 +1039,58 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"cannot create the demo database {args.path or ''}: {exc.strerror or exc}"
         ) from None
     store = open_store(url)
+    store.retention = _retention(args)
     try:
         return _run_console(store, runners=args.runners)
     finally:
         store.close()
+
+
+# ---------------------------------------------------------------------- retention
+
+
+PRUNE_LOCK_WAIT = 30.0  # seconds `jobtui prune` waits for a runner's pruning pass to end
+
+
+def _retention(args: argparse.Namespace) -> Any:
+    from jobtui.core.store import Retention
+
+    return Retention(
+        keep_runs=args.keep_runs, keep_days=args.keep_days, keep_error_days=args.keep_error_days
+    )
+
+
+def _days(value: float | None) -> str:
+    return "no limit" if value is None else f"{value:g} days"
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    ret = _retention(args)
+    with _store(args) as store:
+        deleted = store.prune_runs(
+            keep=ret.keep_runs,
+            keep_days=ret.keep_days,
+            keep_error_days=ret.keep_error_days,
+            dry_run=args.dry_run,
+            wait=PRUNE_LOCK_WAIT,
+        )
+    if args.json:
+        _print_json(
+            {
+                "deleted": deleted,
+                "dry_run": bool(args.dry_run),
+                "keep_runs": ret.keep_runs,
+                "keep_days": ret.keep_days,
+                "keep_error_days": ret.error_days,
+            }
+        )
+        return EXIT_OK
+    keep = "no count limit" if ret.keep_runs is None else f"{ret.keep_runs} per job"
+    _print(
+        f"{'would delete' if args.dry_run else 'deleted'} {deleted} run(s) from the run log "
+        f"(kept: {keep}; ok runs {_days(ret.keep_days)}; errors {_days(ret.error_days)})"
+    )
+    return EXIT_OK
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -986,4 +1110,5 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run,
     "console": cmd_console,
     "demo": cmd_demo,
+    "prune": cmd_prune,
 }

@@ -45,7 +45,7 @@ from jobtui.core.db import make_engine, mask_text
 from jobtui.core.errors import JobLocked, JobtuiError
 from jobtui.core.model import Job, Outcome, Schedule, Status
 from jobtui.core.schedules import check_tz, next_slot
-from jobtui.core.store import JobStore, job_from_row, translate_db_error
+from jobtui.core.store import JobStore, Retention, job_from_row, translate_db_error
 from jobtui.core.timeutil import Clock, aware, from_db, iso, to_db
 from jobtui.core.transitions import derive_status, is_due_for_schedule, retry_time
 
@@ -61,6 +61,7 @@ SHORT_RUN = 0.05  # seconds: a job whose last run took less may be batched
 MAX_ERROR_LENGTH = 8000
 MAX_COALESCE_STEPS = 10_000
 RECONNECT_CAP = 5.0
+PRUNE_MAX_BATCHES = 20  # per housekeeping pass; the rest goes in the next one
 
 OnRun = Callable[["RunResult"], None]
 
@@ -168,6 +169,7 @@ class RunnerPool:
         on_run: OnRun | None = None,
         job_id: int | None = None,
         hold: bool = False,
+        retention: Retention | None = None,
     ) -> None:
         if threads < 1:
             raise ValueError("threads must be at least 1")
@@ -201,6 +203,9 @@ class RunnerPool:
         self._give_up = threading.Event()
         self._threads: list[threading.Thread] = []
         self.runs_done = 0
+        # Run-log retention (store.prune_runs), pruned by a housekeeping thread.
+        self.retention: Retention = retention if retention is not None else store.retention
+        self.pruned = 0
 
     # ------------------------------------------------------------------ public
 
@@ -248,6 +253,8 @@ class RunnerPool:
             self.hold_ready.set()
         self._spawn(self._monitor_loop, "jobtui-monitor")
         self._spawn(self._scheduler_loop, "jobtui-scheduler")
+        if self.retention.enabled and self.only_job is None:
+            self._spawn(self._housekeeping_loop, "jobtui-housekeeping")
 
     def stop(self, grace: float = 10.0, abort: bool = True) -> None:
         """Stop claiming, let runs finish for ``grace`` seconds, then abort them; deregister.
@@ -440,6 +447,35 @@ class RunnerPool:
                     self._reap()
             except Exception as exc:
                 log.warning("monitor: %s", _describe(exc))
+
+    def _housekeeping_loop(self) -> None:
+        """Prune the run log every ``retention.interval`` seconds, a few batches at a time.
+
+        Its own thread, so a slow DELETE never delays heartbeats or aborts; batches
+        are short transactions, so claims go on in between. On MySQL/MariaDB one
+        pruner at a time (GET_LOCK ...:prune inside prune_runs; others skip).
+        """
+        ret = self.retention
+        wait = ret.interval
+        while not self._stopping.wait(wait):
+            wait = ret.interval
+            try:
+                deleted = self.store.prune_runs(
+                    keep=ret.keep_runs,
+                    keep_days=ret.keep_days,
+                    keep_error_days=ret.keep_error_days,
+                    batch=ret.batch,
+                    max_batches=PRUNE_MAX_BATCHES,
+                    now=self.now(),
+                )
+            except Exception as exc:
+                log.warning("pruning the run log: %s", _describe(exc))
+                continue
+            self.pruned += deleted
+            if deleted:
+                log.info("pruned %d run-log row(s)", deleted)
+            if deleted >= ret.batch * PRUNE_MAX_BATCHES:
+                wait = min(ret.interval, 1.0)  # more to do: carry on soon, in small steps
 
     # ------------------------------------------------------------------ transactions
 
@@ -1384,6 +1420,7 @@ def worker_main(
     name: str | None = None,
     grace: float = 10.0,
     heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
+    retention: Retention | None = None,
 ) -> int:
     """Run a pool headless until SIGTERM/SIGINT (``jobtui worker``); one log line per run."""
     stop = threading.Event()
@@ -1401,6 +1438,7 @@ def worker_main(
         name=name or "worker",
         heartbeat_timeout=heartbeat_timeout,
         on_run=on_run,
+        retention=retention,
     )
     previous = {}
     if threading.current_thread() is threading.main_thread():
@@ -1489,6 +1527,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grace", type=float, default=10.0)
     parser.add_argument("--heartbeat-timeout", type=float, default=DEFAULT_HEARTBEAT_TIMEOUT)
     parser.add_argument("--run", metavar="JOB", default=None, help="run one job in the foreground")
+    parser.add_argument("--keep-runs", type=int, default=None, help="runs kept per job")
+    parser.add_argument("--keep-days", type=float, default=None, help="days ok runs are kept")
+    parser.add_argument("--keep-error-days", type=float, default=None)
+    parser.add_argument("--prune-interval", type=float, default=None, help="seconds")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -1501,6 +1543,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"jobtui: {exc}", file=sys.stderr)
         return exc.exit_code
     try:
+        retention = Retention(
+            keep_runs=args.keep_runs if args.keep_runs is not None else store.retention.keep_runs,
+            keep_days=args.keep_days if args.keep_days is not None else store.retention.keep_days,
+            keep_error_days=(
+                args.keep_error_days
+                if args.keep_error_days is not None
+                else store.retention.keep_error_days
+            ),
+            interval=args.prune_interval or store.retention.interval,
+        )
         if args.run:
             return run_foreground(store, args.run, poll=args.poll)
         return worker_main(
@@ -1510,6 +1562,7 @@ def main(argv: list[str] | None = None) -> int:
             name=args.name,
             grace=args.grace,
             heartbeat_timeout=args.heartbeat_timeout,
+            retention=retention,
         )
     except JobtuiError as exc:
         print(f"jobtui: {exc}", file=sys.stderr)

@@ -10,17 +10,19 @@ half-way. Runners use the same tables (``jobtui.core.runner``).
 from __future__ import annotations
 
 import getpass
+import hashlib
 import json
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar
 
-from sqlalchemy import Row, and_, delete, func, insert, select, text, update
+from sqlalchemy import Row, and_, case, delete, func, insert, not_, or_, select, text, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
@@ -55,6 +57,7 @@ T = TypeVar("T")
 DEFAULT_MAX_FAILURES = 16
 MAX_PREVIEW = 1000
 MAX_MAX_FAILURES = 1_000_000
+EXPR_MAX_VALUE = 100_000  # bytes an expr schedule's value may take on SQLite
 UNSET: Any = object()
 
 # MySQL client error codes that mean "the server is not there (any more)".
@@ -91,6 +94,14 @@ def _db_errors(fn: Callable[P, T]) -> Callable[P, T]:
             raise
         except SQLAlchemyError as exc:
             raise translate_db_error(exc) from exc
+        except UnicodeEncodeError as exc:
+            # e.g. argv bytes that were not UTF-8 (surrogate escapes): the driver cannot
+            # send them; the statement never ran, its transaction is rolled back
+            bad = exc.object[exc.start : exc.end] if isinstance(exc.object, str) else ""
+            raise InvalidInput(
+                f"invalid text: {bad!r} is not valid Unicode (bytes that are not UTF-8?); "
+                "give names and values as UTF-8 text"
+            ) from None
 
     return wrapper
 
@@ -141,6 +152,78 @@ class RunnerInfo:
         return (now - self.heartbeat).total_seconds() <= timeout
 
 
+PRUNE_BATCH = 500
+MAX_KEEP_RUNS = 100_000_000
+MAX_KEEP_DAYS = 36_500.0
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How much of the run log to keep (``prune_runs``; runners prune with it).
+
+    ``keep_runs`` newest successful runs per job and, apart, as many error runs
+    (failed, aborted, lost); successful runs older than ``keep_days`` and error
+    runs older than ``keep_error_days`` go. None switches a limit off. Running
+    rows are never deleted.
+    """
+
+    keep_runs: int | None = 1000
+    keep_days: float | None = 30.0
+    keep_error_days: float | None = 90.0
+    interval: float = 60.0  # seconds between a runner's pruning passes
+    batch: int = PRUNE_BATCH  # rows per DELETE transaction
+
+    def __post_init__(self) -> None:
+        k = self.keep_runs
+        if k is not None and (
+            isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_KEEP_RUNS
+        ):
+            raise InvalidInput(
+                f"invalid keep {k!r}: expected a whole number, 0 or more (at most {MAX_KEEP_RUNS})"
+            )
+        for label, days in (
+            ("--keep-days", self.keep_days),
+            ("--keep-error-days", self.keep_error_days),
+        ):
+            if days is not None and (
+                isinstance(days, bool)
+                or not isinstance(days, (int, float))
+                or not 0 < days <= MAX_KEEP_DAYS  # NaN fails too
+            ):
+                raise InvalidInput(
+                    f"invalid {label} {days!r}: expected a number of days above 0, at most "
+                    f"{MAX_KEEP_DAYS:g}"
+                )
+        b = self.batch
+        if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= 100_000:
+            raise InvalidInput(f"invalid batch {b!r}: expected a whole number from 1 to 100000")
+        iv = self.interval
+        if isinstance(iv, bool) or not isinstance(iv, (int, float)) or not 0 < iv <= 86_400:
+            raise InvalidInput(f"invalid interval {iv!r}: seconds above 0, at most 86400")
+
+    @property
+    def error_days(self) -> float | None:
+        """The age limit of error runs: never shorter than that of successful runs."""
+        if self.keep_days is None or self.keep_error_days is None:
+            return None  # no age limit (successful runs never age out: neither do errors)
+        return max(self.keep_days, self.keep_error_days)
+
+    @property
+    def enabled(self) -> bool:
+        return self.keep_runs is not None or self.keep_days is not None
+
+
+DEFAULT_RETENTION = Retention()
+
+
+def prune_lock_name(schema_name: str) -> str:
+    """``jobtui:<schema>:prune``, at most 64 characters (a long schema name is hashed)."""
+    name = f"jobtui:{schema_name}:prune"
+    if len(name) <= 64:
+        return name
+    return f"jobtui:{hashlib.sha1(schema_name.encode()).hexdigest()[:16]}:prune"
+
+
 def open_store(
     db: str | None = None,
     *,
@@ -164,6 +247,10 @@ def open_store(
 
 class JobStore:
     """Jobs, runs and runners in one SQL database."""
+
+    # What runner pools on this store keep of the run log (the CLI's --keep-* options
+    # set it before a console builds its pool); RunnerPool(retention=...) overrides it.
+    retention: Retention = DEFAULT_RETENTION
 
     def __init__(
         self,
@@ -705,8 +792,15 @@ class JobStore:
                     own.rollback()
         try:
             if self.is_sqlite:
-                with sqlite_now_override(now):
-                    value = conn.execute(text(f"SELECT ({expr})")).scalar()
+                # A date needs a few bytes: cap text and blobs (randomblob(1e9) would
+                # take a gigabyte of memory) for this evaluation only.
+                raw: Any = conn.connection.dbapi_connection
+                old_limit = raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, EXPR_MAX_VALUE)
+                try:
+                    with sqlite_now_override(now):
+                        value = conn.execute(text(f"SELECT ({expr})")).scalar()
+                finally:
+                    raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, old_limit)
             else:
                 conn.execute(text("SET @@timestamp = :ts"), {"ts": aware(now).timestamp()})
                 try:
@@ -973,40 +1067,150 @@ class JobStore:
             return {str(s): int(n) for s, n in conn.execute(query)}
 
     @_db_errors
-    def prune_runs(self, *, keep: int = 1000, job_id: int | None = None) -> int:
-        """Delete all but the ``keep`` newest finished runs of each job (or one job)."""
+    def prune_runs(
+        self,
+        *,
+        keep: int | None = 1000,
+        job_id: int | None = None,
+        keep_days: float | None = None,
+        keep_error_days: float | None = None,
+        dry_run: bool = False,
+        batch: int = PRUNE_BATCH,
+        max_batches: int | None = None,
+        wait: float = 0.0,
+        now: datetime | None = None,
+    ) -> int:
+        """Delete old finished runs; return how many were (or, ``dry_run``, would be) deleted.
+
+        - ``keep``: each job keeps its ``keep`` newest successful runs (ok, skipped)
+          and, counted apart, its ``keep`` newest error runs (failed, aborted, lost),
+          so a flood of successes never pushes the last errors out (None: no count limit);
+        - ``keep_days``: successful runs older than this go (None: no age limit);
+        - ``keep_error_days``: error runs older than this go; never less than
+          ``keep_days`` (None, or ``keep_days`` None: no age limit for errors).
+
+        ``running`` rows are never deleted. Deletes go in transactions of at most
+        ``batch`` rows (runners claim in between); ``max_batches`` bounds one call
+        (the runners' housekeeping; the rest goes next time). On MySQL/MariaDB one
+        pruner at a time holds ``GET_LOCK('jobtui:<schema>:prune')``: when another
+        holds it, this returns 0 at once (``wait`` 0, the runners) or raises a
+        JobtuiError (exit 1) after ``wait`` seconds.
+        Ages count back from ``now`` (default: the store's clock).
+        """
         self._check_writable()
-        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
-            raise InvalidInput(f"invalid keep {keep!r}: expected a whole number, 0 or more")
-        r = schema.run
-        deleted = 0
-        with self.write() as conn:
-            ids = (
-                [job_id]
-                if job_id is not None
-                else [x[0] for x in conn.execute(select(r.c.job_id).distinct())]
-            )
-            for jid in ids:
-                cutoff = conn.execute(
-                    select(r.c.scheduled_for)
-                    .where(r.c.job_id == jid)
-                    .order_by(r.c.scheduled_for.desc())
-                    .offset(keep)
-                    .limit(1)
-                ).scalar()
-                if cutoff is None:
-                    continue
-                res = conn.execute(
-                    delete(r).where(
-                        and_(
-                            r.c.job_id == jid,
-                            r.c.scheduled_for <= cutoff,
-                            r.c.outcome != Outcome.RUNNING.value,
-                        )
+        retention = Retention(
+            keep_runs=keep, keep_days=keep_days, keep_error_days=keep_error_days, batch=batch
+        )
+        if max_batches is not None and (
+            isinstance(max_batches, bool) or not isinstance(max_batches, int) or max_batches < 1
+        ):
+            raise InvalidInput(f"invalid max_batches {max_batches!r}: a whole number, 1 or more")
+        if job_id is not None and (isinstance(job_id, bool) or not isinstance(job_id, int)):
+            raise InvalidInput(f"invalid job_id {job_id!r}: a whole number")
+        if self.is_sqlite:
+            return self._prune(retention, job_id, dry_run, max_batches, now)
+        with self.engine.connect() as lock_conn:
+            name = prune_lock_name(str(lock_conn.execute(text("SELECT DATABASE()")).scalar()))
+            got = lock_conn.execute(
+                text("SELECT GET_LOCK(:n, :w)"), {"n": name, "w": max(0.0, float(wait))}
+            ).scalar()
+            lock_conn.commit()
+            if got != 1:
+                if wait > 0:
+                    err = JobtuiError(
+                        f"another process has been pruning the run log for over {wait:g} s "
+                        "(a runner's housekeeping): try again later"
                     )
-                )
-                deleted += res.rowcount or 0
-        return deleted
+                    err.exit_code = 1
+                    raise err
+                return 0
+            try:
+                return self._prune(retention, job_id, dry_run, max_batches, now)
+            finally:
+                lock_conn.execute(text("DO RELEASE_LOCK(:n)"), {"n": name})
+                lock_conn.commit()
+
+    def _prune(
+        self,
+        retention: Retention,
+        job_id: int | None,
+        dry_run: bool,
+        max_batches: int | None,
+        now: datetime | None,
+    ) -> int:
+        r = schema.run
+        now = aware(now) if now is not None else self.now()
+        ok_class = [Outcome.OK.value, Outcome.SKIPPED.value]
+        err_class = [Outcome.FAILED.value, Outcome.ABORTED.value, Outcome.LOST.value]
+        scope = [r.c.job_id == job_id] if job_id is not None else []
+        aged: list[Any] = []
+        if retention.keep_days is not None:
+            cut = to_db(now - timedelta(days=retention.keep_days))
+            aged.append(and_(r.c.outcome.in_(ok_class), r.c.scheduled_for < cut))
+        error_days = retention.error_days
+        if error_days is not None:
+            cut = to_db(now - timedelta(days=error_days))
+            aged.append(and_(r.c.outcome.in_(err_class), r.c.scheduled_for < cut))
+        by_age = and_(*scope, or_(*aged)) if aged else None
+        counted: list[Any] = []  # one predicate per (job, class) over its count limit
+        keep = retention.keep_runs
+        if keep is not None:
+            is_error = case((r.c.outcome.in_(err_class), 1), else_=0)
+            with self.read() as conn:
+                over = conn.execute(
+                    select(r.c.job_id, is_error.label("err"), func.count())
+                    .where(*scope, r.c.outcome != Outcome.RUNNING.value)
+                    .group_by(r.c.job_id, is_error)
+                    .having(func.count() > keep)
+                ).all()
+                for jid, err, _n in over:
+                    outcomes = err_class if err else ok_class
+                    # UNIQUE(job_id, scheduled_for): the cutoff row is exactly the first to go
+                    cutoff = conn.execute(
+                        select(r.c.scheduled_for)
+                        .where(r.c.job_id == jid, r.c.outcome.in_(outcomes))
+                        .order_by(r.c.scheduled_for.desc())
+                        .offset(keep)
+                        .limit(1)
+                    ).scalar()
+                    if cutoff is not None:
+                        counted.append(
+                            and_(
+                                r.c.job_id == jid,
+                                r.c.outcome.in_(outcomes),
+                                r.c.scheduled_for <= cutoff,
+                            )
+                        )
+        groups: list[Any] = []
+        if by_age is not None:
+            groups.append(by_age)
+        for i in range(0, len(counted), 50):
+            chunk = or_(*counted[i : i + 50])
+            groups.append(chunk if by_age is None else and_(chunk, not_(by_age)))
+        total = 0
+        batches = 0
+        for where in groups:
+            if dry_run:
+                with self.read() as conn:
+                    total += int(conn.execute(select(func.count()).where(where)).scalar_one())
+                continue
+            while max_batches is None or batches < max_batches:
+                with self.write() as conn:
+                    ids = [
+                        int(x[0])
+                        for x in conn.execute(
+                            select(r.c.id).where(where).order_by(r.c.id).limit(retention.batch)
+                        )
+                    ]
+                    if ids:
+                        res = conn.execute(
+                            delete(r).where(r.c.id.in_(ids), r.c.outcome != Outcome.RUNNING.value)
+                        )
+                        total += res.rowcount or 0
+                batches += 1
+                if len(ids) < retention.batch:
+                    break
+        return total
 
 
 # ---------------------------------------------------------------------- row mapping
@@ -1219,7 +1423,7 @@ def _to_datetime(value: Any, expr: str) -> datetime | None:
     if isinstance(value, date):
         return aware(datetime(value.year, value.month, value.day))
     if isinstance(value, (bytes, str)):
-        textual = value.decode() if isinstance(value, bytes) else value
+        textual = value.decode(errors="replace") if isinstance(value, bytes) else value
         try:
             return aware(datetime.fromisoformat(textual.strip()))
         except ValueError:
