@@ -1,0 +1,320 @@
+"""1,000 random operator actions from three processes against a busy worker.
+
+One worker process (4 threads) runs a dozen jobs that take 0-300 ms, every
+0.5-2 s. Three operator processes fire random pause, resume, abort, run-now,
+broken on/off, schedule edits and remove/resubmit at them through the store
+API, logging when each action started and returned. Meanwhile and afterwards
+the test checks that the database never shows an impossible state:
+
+- every job row's status is derive_status(intent, broken, running, phase);
+  a running job names its runner and has that runner's ``running`` run row
+  (read in one transaction, so one consistent snapshot);
+- no scheduled run of a job starts while it is paused (from the moment a pause
+  returned until a resume, enable or resubmit was asked), run-now excepted;
+- after an abort, no scheduled run starts until resume, enable or resubmit;
+- after the worker stops: no ``running`` row, every run that started finished,
+  no (job_id, scheduled_for) twice, no job left running.
+
+Both backends. The margins are generous (2 shared CPU cores): a run claimed
+just before a pause may start executing shortly after it returned.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from procs import Worker, wait_for
+from sqlalchemy import select
+
+from jobtui.core import schema
+from jobtui.core.model import What
+from jobtui.core.schedules import make_schedule
+from jobtui.core.store import JobStore, open_store
+from jobtui.core.timeutil import from_db
+from jobtui.core.transitions import derive_status
+
+pytestmark = pytest.mark.slow
+
+JOBS = [f"c{i:02d}" for i in range(12)]
+ACTIONS_PER_OPERATOR = 334  # three operators: 1,002 actions
+MARGIN = 1.5  # seconds a run claimed before a pause/abort returned may take to start executing
+
+OPERATOR = r"""
+import json, random, sys, time
+from jobtui.core.errors import JobtuiError
+from jobtui.core.model import What
+from jobtui.core.schedules import make_schedule
+from jobtui.core.store import open_store
+
+url, seed, count, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+names = sys.argv[5].split(",")
+rng = random.Random(seed)
+store = open_store(url)
+ops = ["pause", "resume", "abort", "run_now", "broken_on", "broken_off", "edit", "resubmit"]
+weights = [3, 3, 2, 2, 1, 1, 2, 1]
+
+
+def what(name):
+    return What("action", "demo.sleep", (str(rng.choice([0, 0.05, 0.1, 0.2, 0.3])),))
+
+
+with open(out, "w") as log:
+    for _ in range(count):
+        op = rng.choices(ops, weights)[0]
+        name = rng.choice(names)
+        rec = {"op": op, "name": name, "t0": time.time()}
+        try:
+            if op == "pause":
+                store.pause(name)
+            elif op == "resume":
+                store.resume(name)
+            elif op == "abort":
+                store.abort(name)
+            elif op == "run_now":
+                store.run_now(name)
+            elif op == "broken_on":
+                store.broken(name, True)
+            elif op == "broken_off":
+                store.broken(name, False)
+            elif op == "edit":
+                store.change(name, every=rng.choice([0.5, 1, 1.5, 2]))
+            elif op == "resubmit":
+                try:
+                    store.remove(name)
+                    rec["removed"] = time.time()
+                finally:
+                    store.submit(name, what(name), make_schedule("every", every=1))
+            rec["ok"] = True
+        except JobtuiError as exc:
+            rec["ok"] = False
+            rec["err"] = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:
+            rec["ok"] = False
+            rec["unexpected"] = f"{type(exc).__name__}: {exc}"
+        rec["t1"] = time.time()
+        log.write(json.dumps(rec) + "\n")
+        log.flush()
+        time.sleep(rng.random() * 0.06)
+store.close()
+"""
+
+
+@pytest.fixture
+def procs() -> Iterator[list[Any]]:
+    started: list[Any] = []
+    yield started
+    for p in started:
+        if isinstance(p, Worker):
+            p.cleanup()
+        elif p.poll() is None:
+            p.kill()
+            p.wait(10)
+
+
+def submit_jobs(store: JobStore) -> None:
+    for i, name in enumerate(JOBS):
+        seconds = ("0", "0.05", "0.1", "0.2", "0.3")[i % 5]
+        store.submit(
+            name,
+            What("action", "demo.sleep", (seconds,)),
+            make_schedule("every", every=(0.5, 1, 1.5, 2)[i % 4]),
+        )
+
+
+def snapshot_check(store: JobStore) -> int:
+    """One consistent read of jobs and running runs; returns how many jobs run."""
+    j, r = schema.job, schema.run
+    with store.read() as conn:
+        jobs = conn.execute(select(j)).all()
+        running = conn.execute(select(r).where(r.c.outcome == "running")).all()
+    in_flight = {(row.job_id, row.runner) for row in running}
+    job_ids = {row.id for row in jobs}
+    for row in jobs:
+        assert (
+            row.status
+            == derive_status(
+                intent=row.intent,
+                broken=bool(row.broken),
+                running=bool(row.running),
+                phase=row.phase,
+            ).value
+        ), row
+        if row.running:
+            assert row.runner_id, row
+            assert (row.id, row.runner_id) in in_flight, (row, running)
+    # a running run row belongs to a running job (or to one just removed under it)
+    by_id = {row.id: row for row in jobs}
+    for run in running:
+        if run.job_id in job_ids:
+            assert by_id[run.job_id].running, (run, by_id[run.job_id])
+    return sum(1 for row in jobs if row.running)
+
+
+class Checker(threading.Thread):
+    """Checks snapshots every 0.3 s until stopped; keeps the first failure."""
+
+    def __init__(self, store: JobStore) -> None:
+        super().__init__(daemon=True)
+        self.store = store
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self.checks = 0
+        self.max_running = 0
+
+    def run(self) -> None:
+        while not self.stop.wait(0.3):
+            try:
+                self.max_running = max(self.max_running, snapshot_check(self.store))
+                self.checks += 1
+            except AssertionError as exc:
+                self.error = exc
+                return
+            except Exception as exc:  # a busy database: try again next time
+                print("checker:", type(exc).__name__, exc)
+
+
+def intervals(
+    records: list[dict[str, Any]], opens: set[str], closes: set[str]
+) -> dict[str, list[tuple[float, float]]]:
+    """Per job name: (from an opening action's return, to the next closing action's start)."""
+    events: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for rec in records:
+        if not rec["ok"] and rec["op"] != "resubmit":
+            continue
+        if rec["op"] in opens and rec["ok"]:
+            events[rec["name"]].append((rec["t1"], "open"))
+        if rec["op"] in closes:
+            events[rec["name"]].append((rec["t0"], "close"))
+    spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for name, evs in events.items():
+        evs.sort()
+        start: float | None = None
+        for t, kind in evs:
+            if kind == "open" and start is None:
+                start = t
+            elif kind == "close" and start is not None:
+                spans[name].append((start, t))
+                start = None
+        if start is not None:
+            spans[name].append((start, float("inf")))
+    return spans
+
+
+def violations(
+    runs: list[Any], spans: dict[str, list[tuple[float, float]]]
+) -> list[tuple[str, datetime, tuple[float, float]]]:
+    bad = []
+    for run in runs:
+        if run.manual or run.started is None or run.outcome == "skipped":
+            continue
+        started = (from_db(run.started) or datetime.min).timestamp()
+        for a, b in spans.get(run.job_name, []):
+            if a + MARGIN < started < b:
+                bad.append((run.job_name, run.started, (a, b)))
+    return bad
+
+
+def chaos(url: str, tmp_path: Path, procs: list[Any]) -> None:
+    store = open_store(url)
+    try:
+        submit_jobs(store)
+        worker = Worker(url, tmp_path, name="chaos", threads=4, poll=0.2, grace=5.0)
+        procs.append(worker)
+        assert wait_for(worker.started, 30), worker.log()
+        script = tmp_path / "operator.py"
+        script.write_text(OPERATOR)
+        checker = Checker(store)
+        checker.start()
+        outs = []
+        t_start = time.monotonic()
+        for n in range(3):
+            out = tmp_path / f"op{n}.jsonl"
+            outs.append(out)
+            p = subprocess.Popen(
+                [
+                    sys.executable,
+                    str(script),
+                    url,
+                    str(1000 + n),
+                    str(ACTIONS_PER_OPERATOR),
+                    str(out),
+                    ",".join(JOBS),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            procs.append(p)
+        for p in procs[1:]:
+            output, _ = p.communicate(timeout=150)
+            assert p.returncode == 0, output
+        elapsed = time.monotonic() - t_start
+        time.sleep(1.0)
+        assert worker.terminate() == 0, worker.log()
+        checker.stop.set()
+        checker.join(10)
+        if checker.error is not None:
+            raise checker.error
+
+        records = [json.loads(line) for out in outs for line in out.read_text().splitlines()]
+        assert len(records) == 3 * ACTIONS_PER_OPERATOR
+        unexpected = [r for r in records if "unexpected" in r]
+        assert not unexpected, unexpected[:5]
+        done = Counter(r["op"] for r in records if r["ok"])
+        print(f"{len(records)} actions in {elapsed:.1f} s, done: {dict(done)}")
+        print(f"{checker.checks} snapshots checked, up to {checker.max_running} jobs running")
+        assert checker.checks >= 10
+        for op in ("pause", "resume", "abort", "run_now", "broken_on", "broken_off", "edit"):
+            assert done[op] >= 10, (op, done)
+        assert done["resubmit"] >= 5, done
+
+        # after the worker: nothing running, every started run finished, no slot twice
+        r, j = schema.run, schema.job
+        with store.read() as conn:
+            runs = conn.execute(select(r)).all()
+            jobs = conn.execute(select(j)).all()
+        print(f"{len(runs)} runs: {dict(Counter(x.outcome for x in runs))}")
+        assert len(runs) >= 100
+        assert not [x for x in runs if x.outcome == "running"]
+        started = [x for x in runs if x.started is not None and x.outcome != "skipped"]
+        assert all(x.finished is not None for x in started)
+        slots = Counter((x.job_id, x.scheduled_for) for x in runs)
+        assert max(slots.values()) == 1
+        for row in jobs:
+            assert not row.running, row
+            assert (
+                row.status
+                == derive_status(
+                    intent=row.intent, broken=bool(row.broken), running=False, phase=row.phase
+                ).value
+            )
+
+        # paused jobs start nothing; an aborted job is not retried
+        paused = intervals(records, {"pause"}, {"resume", "resubmit"})
+        aborted = intervals(records, {"abort"}, {"resume", "resubmit"})
+        assert sum(len(v) for v in paused.values()) >= 10
+        assert sum(len(v) for v in aborted.values()) >= 10
+        assert violations(runs, paused) == []
+        assert violations(runs, aborted) == []
+        assert "Traceback" not in worker.log(), worker.log()[-3000:]
+    finally:
+        store.close()
+
+
+def test_operator_chaos_sqlite(sqlite_url: str, tmp_path: Path, procs: list[Any]) -> None:
+    chaos(sqlite_url, tmp_path, procs)
+
+
+@pytest.mark.mariadb
+def test_operator_chaos_mariadb(mariadb_url: str, tmp_path: Path, procs: list[Any]) -> None:
+    chaos(mariadb_url, tmp_path, procs)
