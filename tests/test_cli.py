@@ -166,7 +166,7 @@ def test_console_is_the_default_verb_and_db_goes_before_or_after_the_verb() -> N
     assert parse_args(["--db", "x.db", "list", "--db", "y.db"]).db == "y.db"
     assert parse_args(["list"]).db is None
     demo = parse_args(["demo"])
-    assert (demo.command, demo.runners, demo.path) == ("demo", 2, None)
+    assert (demo.command, demo.runners, demo.path) == ("demo", 4, None)
 
 
 # ---------------------------------------------------------------------- verbs
