@@ -1352,7 +1352,10 @@ def finish_values(
         "abort_requested": False,
         "updated": to_db(finished),
     }
-    keep_phase = manual and phase in ("FINISHED", "ABORTED")
+    # ABORTED on a scheduled run's row: an operator aborted while it ran (a scheduled
+    # run is never claimed in that phase) and it ended before the interrupt did. The
+    # abort still stops the schedule until resume/enable/run-now.
+    keep_phase = (manual and phase in ("FINISHED", "ABORTED")) or phase == "ABORTED"
     if outcome is Outcome.OK:
         failures = 0
         broken = False

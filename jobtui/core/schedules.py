@@ -16,7 +16,7 @@ from croniter import CroniterBadDateError, croniter
 
 from jobtui.core.errors import InvalidInput
 from jobtui.core.model import Schedule
-from jobtui.core.timeutil import aware
+from jobtui.core.timeutil import aware, parse_when
 
 MIN_EVERY = 0.1
 MAX_EVERY = 366 * 24 * 3600.0 * 100  # a century: anything longer is a typo
@@ -124,6 +124,15 @@ def check_expr(expr: str) -> str:
     return expr.strip()
 
 
+def _window_time(value: object, label: str) -> datetime | None:
+    """A window bound: a datetime as it is, ISO text parsed, anything else refused."""
+    if not value:
+        return None
+    if isinstance(value, datetime):
+        return aware(value)
+    return parse_when(value, label)  # type: ignore[arg-type]  # it refuses non-text
+
+
 def make_schedule(
     kind: str,
     *,
@@ -135,8 +144,8 @@ def make_schedule(
     finish: datetime | None = None,
 ) -> Schedule:
     """Build a validated Schedule."""
-    start = aware(start) if start else None
-    finish = aware(finish) if finish else None
+    start = _window_time(start, "--start")
+    finish = _window_time(finish, "--finish")
     if start and finish and finish <= start:
         raise InvalidInput(
             f"finish {finish.isoformat()} is not after start {start.isoformat()}: "

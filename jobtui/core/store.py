@@ -340,6 +340,8 @@ class JobStore:
     @_db_errors
     def get(self, name: str, *, owner: str | None = None) -> Job:
         """One job by name (the caller's own unless ``owner`` is given)."""
+        if not isinstance(name, str):
+            raise InvalidInput(f"invalid job name {name!r}: expected text")
         with self.read() as conn:
             row = conn.execute(
                 select(schema.job).where(self._owner_filter(owner), schema.job.c.name == name)
