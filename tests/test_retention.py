@@ -290,3 +290,41 @@ def test_cli_prune(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
         assert sorted(r.outcome for r in store.runs("a")) == [Outcome.LOST, Outcome.OK]
     finally:
         store.close()
+
+
+def test_keep_options_reach_the_worker_console_and_demo() -> None:
+    from jobtui.cli import _retention, parse_args
+
+    for verb in (["worker"], ["console"], ["demo"], ["prune"]):
+        args = parse_args([*verb, "--keep-runs", "5", "--keep-days", "2.5"])
+        assert _retention(args) == Retention(keep_runs=5, keep_days=2.5, keep_error_days=90.0)
+        assert _retention(parse_args(verb)) == Retention()
+        args = parse_args([*verb, "--keep-runs", "off", "--keep-error-days", "off"])
+        assert _retention(args) == Retention(keep_runs=None, keep_days=30.0, keep_error_days=None)
+
+
+@pytest.mark.slow
+def test_a_worker_process_prunes(sqlite_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from procs import Worker
+
+    store = open_store(sqlite_url)
+    try:
+        a = job(store, "a")
+        store.disable("a")
+        add_runs(store, a, [(utcnow() - timedelta(minutes=i), "ok") for i in range(1, 21)])
+        w = Worker(
+            sqlite_url,
+            tmp_path,
+            name="pruner",
+            threads=1,
+            poll=0.5,
+            extra=["--keep-runs", "4", "--prune-interval", "0.5"],
+        )
+        try:
+            assert wait_for(lambda: count_runs(store) == 4, 30, interval=0.2), w.log()
+            assert w.terminate() == 0
+        finally:
+            w.cleanup()
+        assert [o for _, o in outcomes(store, a)] == ["ok"] * 4
+    finally:
+        store.close()
