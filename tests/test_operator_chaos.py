@@ -311,6 +311,10 @@ def chaos(url: str, tmp_path: Path, procs: list[Any]) -> None:
         # paused jobs start nothing; an aborted job is not retried
         paused = intervals(records, {"pause"}, {"resume", "resubmit"})
         aborted = intervals(records, {"abort"}, {"resume", "resubmit"})
+        print(
+            f"checked {sum(len(v) for v in paused.values())} paused and "
+            f"{sum(len(v) for v in aborted.values())} aborted intervals"
+        )
         assert sum(len(v) for v in paused.values()) >= 10
         assert sum(len(v) for v in aborted.values()) >= 10
         assert violations(runs, paused) == []
