@@ -119,7 +119,7 @@ def translate_db_error(exc: BaseException) -> JobtuiError:
             and ("unable to open" in message or "disk I/O" in message or "readonly" in message)
         )
     ):
-        return DatabaseUnavailable(f"database unavailable: {message}")
+        return DatabaseUnavailable(f"database unavailable: {message}{_sqlite_hint(message)}")
     if isinstance(exc, DBAPIError) and getattr(exc, "connection_invalidated", False):
         return DatabaseUnavailable(f"database unavailable: {message}")
     if code == 1146 or "no such table: jobtui_" in message:
@@ -132,6 +132,18 @@ def translate_db_error(exc: BaseException) -> JobtuiError:
     err = JobtuiError(f"database error: {message}")
     err.exit_code = 1
     return err
+
+
+def _sqlite_hint(message: str) -> str:
+    """What to check when SQLite cannot open or write its file (docs/reliability.md)."""
+    if "unable to open" in message or "readonly" in message:
+        return (
+            " (is the file and its directory writable? SQLite's WAL mode also creates "
+            "-wal and -shm files next to it, even to read)"
+        )
+    if "disk I/O" in message:
+        return " (is the disk full, or the file or its directory read-only?)"
+    return ""
 
 
 @dataclass(frozen=True)
