@@ -48,6 +48,7 @@ pytestmark = pytest.mark.slow
 
 JOBS = [f"c{i:02d}" for i in range(12)]
 ACTIONS_PER_OPERATOR = 334  # three operators: 1,002 actions
+KEEP = 8  # runs per job (and as many errors) the chaos worker keeps
 MARGIN = 1.5  # seconds a run claimed before a pause/abort returned may take to start executing
 
 OPERATOR = r"""
@@ -237,7 +238,17 @@ def chaos(url: str, tmp_path: Path, procs: list[Any]) -> None:
     store = open_store(url)
     try:
         submit_jobs(store)
-        worker = Worker(url, tmp_path, name="chaos", threads=4, poll=0.2, grace=5.0)
+        # The worker also prunes the run log every second (keep 8 runs per job and
+        # class) while it runs and is steered: pruning must not disturb any of it.
+        worker = Worker(
+            url,
+            tmp_path,
+            name="chaos",
+            threads=4,
+            poll=0.2,
+            grace=5.0,
+            extra=["--keep-runs", str(KEEP), "--prune-interval", "1"],
+        )
         procs.append(worker)
         assert wait_for(worker.started, 30), worker.log()
         script = tmp_path / "operator.py"
@@ -293,7 +304,11 @@ def chaos(url: str, tmp_path: Path, procs: list[Any]) -> None:
             runs = conn.execute(select(r)).all()
             jobs = conn.execute(select(j)).all()
         print(f"{len(runs)} runs: {dict(Counter(x.outcome for x in runs))}")
-        assert len(runs) >= 100
+        logged = worker.log().count(" outcome=")  # one line per run
+        print(f"{logged} runs logged by the worker, {len(runs)} left after pruning")
+        assert logged >= 100
+        assert len(runs) < logged  # the housekeeping pruned while all this went on
+        assert "pruning the run log" not in worker.log(), worker.log()[-3000:]
         assert not [x for x in runs if x.outcome == "running"]
         started = [x for x in runs if x.started is not None and x.outcome != "skipped"]
         assert all(x.finished is not None for x in started)
