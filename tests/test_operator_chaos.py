@@ -159,7 +159,10 @@ def snapshot_check(store: JobStore) -> int:
     by_id = {row.id: row for row in jobs}
     for run in running:
         if run.job_id in job_ids:
-            assert by_id[run.job_id].running, (run, by_id[run.job_id])
+            assert by_id[run.job_id].running, (
+                dict(run._mapping),
+                dict(by_id[run.job_id]._mapping),
+            )
     return sum(1 for row in jobs if row.running)
 
 
@@ -379,3 +382,20 @@ def test_an_abort_that_loses_the_race_with_the_run_still_stops_the_schedule() ->
         )
         assert values["phase"] == "ABORTED" and values["status"] == "ABORTED", values
         assert "next_run" not in values  # no retry scheduled
+
+
+def test_a_resubmitted_job_never_gets_the_removed_jobs_id(db_url: str) -> None:
+    """Found by the chaos test on SQLite: the removed job's id (the largest) came back.
+
+    The run log keeps job_id after a removal, so a reused id mixed two jobs' histories
+    (and their UNIQUE(job_id, scheduled_for) slots).
+    """
+    store = open_store(db_url)
+    try:
+        store.submit("a", What("sql", "SELECT 1"), make_schedule("once"))
+        old = store.submit("b", What("sql", "SELECT 1"), make_schedule("once"))
+        store.remove("b")
+        new = store.submit("b", What("sql", "SELECT 1"), make_schedule("once"))
+        assert new.id > old.id
+    finally:
+        store.close()

@@ -107,6 +107,9 @@ job = Table(
     UniqueConstraint("owner", "name", name="uq_jobtui_job_owner_name"),
     Index("ix_jobtui_job_next_run", "next_run"),
     Index("ix_jobtui_job_updated", "updated"),
+    # SQLite would otherwise reuse the id of a removed job (the largest one) for the
+    # next job, mixing the two jobs' run logs (job_id outlives the job).
+    sqlite_autoincrement=True,
     **MYSQL_TABLE_OPTIONS,
 )
 
