@@ -998,7 +998,10 @@ class JobStore:
                 parsed.append(parse_job_definition(item))
             except InvalidInput as exc:
                 label = item.get("name") if isinstance(item, dict) else None
-                raise InvalidInput(f"job #{i + 1} ({label or 'no name'}): {exc}") from None
+                shown = (
+                    repr(label) if label else "no name"
+                )  # repr: one line whatever the name holds
+                raise InvalidInput(f"job #{i + 1} ({shown}): {exc}") from None
             if parsed[-1][0] in seen:
                 raise InvalidInput(f"job #{i + 1}: the name {parsed[-1][0]!r} appears twice")
             seen.add(parsed[-1][0])
