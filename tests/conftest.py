@@ -13,11 +13,18 @@ import secrets
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from jobtui.core.store import JobStore, open_store
 
 MYSQL_SERVER = os.environ.get("JOBTUI_TEST_MYSQL", "mysql+pymysql://root@127.0.0.1:3306")
 IN_CI = bool(os.environ.get("CI"))
+
+# CI replays the same examples on every run (a landing must not depend on luck);
+# developers' runs keep exploring new ones.
+hypothesis_settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+if IN_CI:
+    hypothesis_settings.load_profile("ci")
 
 
 def _mysql_reachable() -> str | None:
