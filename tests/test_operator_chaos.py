@@ -239,6 +239,7 @@ def violations(
 
 def chaos(url: str, tmp_path: Path, procs: list[Any]) -> None:
     store = open_store(url)
+    checker: Checker | None = None
     try:
         submit_jobs(store)
         # The worker also prunes the run log every second (keep 8 runs per job and
@@ -254,7 +255,9 @@ def chaos(url: str, tmp_path: Path, procs: list[Any]) -> None:
         )
         procs.append(worker)
         assert wait_for(worker.started, 30), worker.log()
-        script = tmp_path / "operator.py"
+        # not "operator.py": a script's folder comes first on sys.path, and that
+        # name would shadow the standard library's operator module
+        script = tmp_path / "chaos_operator.py"
         script.write_text(OPERATOR)
         checker = Checker(store)
         checker.start()
@@ -339,6 +342,9 @@ def chaos(url: str, tmp_path: Path, procs: list[Any]) -> None:
         assert violations(runs, aborted) == []
         assert "Traceback" not in worker.log(), worker.log()[-3000:]
     finally:
+        if checker is not None:  # never leave it printing into later tests
+            checker.stop.set()
+            checker.join(10)
         store.close()
 
 
