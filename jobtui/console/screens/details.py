@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
@@ -70,14 +73,20 @@ class DetailsScreen(JobActions, Screen[None]):
 
     def job_removed(self) -> None:
         if self.job is not None:
-            self.query_one("#fields", Static).update(
-                Content.from_markup(f"[b $error]{escape(self.job.name)} was removed[/]")
-            )
+            with suppress(NoMatches):  # the screen may be composing or closing
+                self.query_one("#fields", Static).update(
+                    Content.from_markup(f"[b $error]{escape(self.job.name)} was removed[/]")
+                )
         self.job = None
 
     def render_job(self) -> None:
         job = self.job
         if job is None:
+            return
+        try:
+            fields = self.query_one("#fields", Static)
+            error = self.query_one("#last-error", Static)
+        except NoMatches:  # a clock tick can arrive while this screen composes or closes
             return
         now = self.console.store.now()
         s = job.schedule
@@ -108,8 +117,7 @@ class DetailsScreen(JobActions, Screen[None]):
         if job.broken_reason:
             rows.append(("Broken because", escape(job.broken_reason)))
         text = "\n".join(f"[dim]{k:>13}[/] {v}" for k, v in rows)
-        self.query_one("#fields", Static).update(Content.from_markup(text))
-        error = self.query_one("#last-error", Static)
+        fields.update(Content.from_markup(text))
         error.display = bool(job.last_error)
         if job.last_error:
             error.update(Content.from_markup(f"[b $error]Last error[/]\n{escape(job.last_error)}"))
