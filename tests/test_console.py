@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from textual.widgets import Button, Input, Select
+from textual.worker import WorkerCancelled
 
 from jobtui.console.app import JobtuiApp, css_paths, make_app
 from jobtui.console.demo import create_demo
@@ -41,7 +42,11 @@ def seed(store: JobStore) -> None:
 async def settle(app: JobtuiApp, pilot: Any, rounds: int = 2) -> None:
     """Let workers finish and their messages be handled."""
     for _ in range(rounds):
-        await app.workers.wait_for_complete()
+        try:
+            await app.workers.wait_for_complete()
+        except WorkerCancelled:  # an exclusive refresh replaced by a newer one: wait again
+            await pilot.pause()
+            await app.workers.wait_for_complete()
         await pilot.pause()
 
 
