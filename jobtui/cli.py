@@ -171,6 +171,7 @@ VERBS = (
     "console",
     "demo",
     "prune",
+    "grant",
 )
 
 STEERING = {
@@ -350,12 +351,50 @@ def build_parser() -> argparse.ArgumentParser:
         default=10.0,
         help="on stop, how long runs may finish before they are aborted (default 10)",
     )
+    p.add_argument(
+        "--allow-sql-owner",
+        choices=("admin", "any"),
+        default="admin",
+        help="whose sql jobs run on MySQL/MariaDB: admin (the worker's own account or a "
+        "jobtui_admin; the default) or any owner's",
+    )
     _retention_options(p)
 
     p = verb("prune", "delete old runs from the run log now (the runners do it by themselves)")
     _retention_options(p)
     p.add_argument("--dry-run", action="store_true", help="only count what would be deleted")
     _json_option(p, "the result")
+
+    p = verb(
+        "grant", "print (or --apply) the grants that make ACCOUNT an operator, admin or runner"
+    )
+    p.add_argument("account", metavar="ACCOUNT", help="USER or 'USER'@'HOST' (host default %%)")
+    kind = p.add_mutually_exclusive_group()
+    kind.add_argument(
+        "--operator",
+        dest="kind",
+        action="store_const",
+        const="operator",
+        help="sees and steers its own jobs only, through the views (the default)",
+    )
+    kind.add_argument(
+        "--admin",
+        dest="kind",
+        action="store_const",
+        const="admin",
+        help="sees and steers every owner's jobs, creates and upgrades the tables",
+    )
+    kind.add_argument(
+        "--runner",
+        dest="kind",
+        action="store_const",
+        const="runner",
+        help="what `jobtui worker` needs (tables, and the grant tables for the EXECUTE check)",
+    )
+    p.add_argument(
+        "--apply", action="store_true", help="run the statements (needs an account that may grant)"
+    )
+    _json_option(p, "the statements")
 
     p = verb("run", "run one job's schedule in the foreground (the seed's job$run)")
     p.add_argument("name", metavar="NAME")
@@ -512,10 +551,17 @@ def _print_json(value: Any) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from jobtui.core.schema import SCHEMA_VERSION
+    from jobtui.core.schema import SCHEMA_VERSION, USER_JOB_VIEW
 
     with _store(args) as store:
         store.ping()
+        if not store.sees_all:
+            _print(
+                f"{store.masked_url}: this operator account ({store.owner}) may not create or "
+                f"upgrade the tables; it sees its own jobs through {USER_JOB_VIEW} (an admin "
+                "runs `jobtui init`)"
+            )
+            return EXIT_OK
         _print(f"initialised {store.masked_url} (schema version {SCHEMA_VERSION})")
     return EXIT_OK
 
@@ -746,6 +792,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def cmd_list(args: argparse.Namespace) -> int:
     with _store(args) as store:
+        if args.all:
+            store.require_all()
         jobs = store.list_jobs(all_owners=args.all)
     if args.json:
         _print_json([job_dict(j) for j in jobs])
@@ -821,6 +869,8 @@ def _plain(value: Any) -> str:
 
 def cmd_log(args: argparse.Namespace) -> int:
     with _store(args) as store:
+        if args.all:
+            store.require_all()
         runs = store.runs(args.name, limit=args.limit, outcome=args.outcome, all_owners=args.all)
     if args.json:
         _print_json([r.to_dict() for r in runs])
@@ -911,6 +961,8 @@ def cmd_runners(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     with _store(args) as store:
+        if args.all:
+            store.require_all()
         jobs = store.export(all_owners=args.all)
     if args.format == "yaml":
         import yaml
@@ -979,6 +1031,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise _missing("runner", "jobtui.core.runner", exc) from None
     with _store(args) as store:
+        store.sql_owners = args.allow_sql_owner
         return int(
             worker_main(
                 store,
@@ -1015,6 +1068,8 @@ def cmd_console(args: argparse.Namespace) -> int:
     if args.read_only and args.runners:
         raise InvalidInput("--read-only watches only: it cannot host runners (--runners 0)")
     with _store(args, read_only=args.read_only) as store:
+        if args.all:
+            store.require_all()
         store.retention = _retention(args)  # the pool the console hosts prunes with it
         return _run_console(
             store,
@@ -1093,6 +1148,58 @@ def cmd_prune(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ---------------------------------------------------------------------- privileges
+
+
+def cmd_grant(args: argparse.Namespace) -> int:
+    from sqlalchemy import text
+
+    from jobtui.core.privileges import grant_statements, parse_account, quote_account
+
+    kind = args.kind or "operator"
+    user, host = parse_account(args.account)  # bad input: exit 2 before connecting
+    with _store(args, read_only=not args.apply) as store:
+        if store.is_sqlite:
+            raise InvalidInput(
+                "SQLite has no accounts: whoever may open the file sees and changes every "
+                "job (use file permissions); grants are for MySQL/MariaDB"
+            )
+        with store.engine.connect() as conn:
+            database = conn.execute(text("SELECT DATABASE()")).scalar()
+        if not database:
+            raise InvalidInput(
+                f"no database in {store.masked_url}: give one, e.g. mysql+pymysql://USER@HOST/DB"
+            )
+        statements = grant_statements(kind, f"{user}@{host}", str(database))
+        if args.apply:
+            with store.engine.connect() as conn:
+                # the driver's own cursor without parameters: the % of a host stays as it is
+                cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+                try:
+                    for statement in statements:
+                        cur.execute(statement)
+                finally:
+                    cur.close()
+                conn.commit()
+    account = quote_account(user, host)
+    if args.json:
+        _print_json(
+            {
+                "account": account,
+                "kind": kind,
+                "database": database,
+                "statements": statements,
+                "applied": bool(args.apply),
+            }
+        )
+        return EXIT_OK
+    for statement in statements:
+        _print(f"{statement};")
+    if args.apply:
+        _print(f"-- applied: {account} is a jobtui {kind} of `{database}`")
+    return EXIT_OK
+
+
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "init": cmd_init,
     "submit": cmd_submit,
@@ -1111,4 +1218,5 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "console": cmd_console,
     "demo": cmd_demo,
     "prune": cmd_prune,
+    "grant": cmd_grant,
 }

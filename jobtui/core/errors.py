@@ -45,3 +45,10 @@ class DatabaseUnavailable(JobtuiError):
 
 class ReadOnlyError(JobtuiError):
     """A change was refused because the store was opened read-only."""
+
+
+class PermissionDenied(JobtuiError):
+    """The database (or jobtui on its behalf) refused: the account lacks a privilege.
+
+    Exit code 2, like any refusal: nothing was changed.
+    """

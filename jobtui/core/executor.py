@@ -4,7 +4,9 @@
 every result set; ``sql`` runs the one statement (draining its rows, so a
 SELECT really executes to the end); ``action`` calls the registered Python
 callable with an ``ActionContext``. The caller owns the transaction: it
-commits after a success and rolls back after a failure or an abort.
+commits after a success and rolls back after a failure or an abort. On
+MySQL/MariaDB ``jobtui.core.privileges`` first checks that the job's owner may
+do what it runs (a refusal fails the run).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from jobtui.core import actions
+from jobtui.core import actions, privileges
 from jobtui.core.model import Job, quote_identifier, split_procedure, strip_trailing_semicolon
 
 FETCH_BATCH = 1000
@@ -37,8 +39,15 @@ def call_statement(target: str, nargs: int) -> str:
     return f"CALL {quote_identifier(schema_name)}.{quote_identifier(proc)}({marks})"
 
 
-def execute(conn: Connection, job: Job, abort_event: threading.Event) -> None:
-    """Run ``job.what`` on ``conn`` inside a transaction the caller finishes."""
+def execute(
+    conn: Connection, job: Job, abort_event: threading.Event, *, sql_owners: str = "admin"
+) -> None:
+    """Run ``job.what`` on ``conn`` inside a transaction the caller finishes.
+
+    ``sql_owners``: whose ``sql`` jobs run on MySQL/MariaDB ("admin": the
+    runner's own account or a jobtui_admin; "any": every owner's).
+    """
+    privileges.check_may_run(conn, job, sql_owners=sql_owners)
     what = job.what
     if what.kind == "action":
         fn = actions.resolve(what.target)

@@ -806,7 +806,7 @@ class RunnerPool:
                 run.executing = True
             run.exec_start = self.now()
             try:
-                executor.execute(conn, run.job, run.abort_event)
+                executor.execute(conn, run.job, run.abort_event, sql_owners=self.store.sql_owners)
             finally:
                 with run.guard:
                     run.executing = False

@@ -1,12 +1,15 @@
 """The tables, defined once with SQLAlchemy Core for SQLite and MySQL/MariaDB.
 
 ``ensure_schema`` creates them and adds columns a newer version defines, so it
-is safe to run on every start (``jobtui init`` runs it explicitly).
-docs/architecture.md describes every column.
+is safe to run on every start (``jobtui init`` runs it explicitly). On
+MySQL/MariaDB it also creates the operators' views (``jobtui_user_job``,
+``jobtui_user_run``) when the connecting account may. docs/architecture.md
+describes every column, docs/privileges.md the views and roles.
 """
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Any
 
@@ -29,6 +32,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Connection, Dialect, Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateColumn
 
 SCHEMA_VERSION = 1
@@ -159,12 +163,129 @@ meta = Table(
 )
 
 
+# ---------------------------------------------------------------------- operators' views
+
+# The roles jobtui documents (docs/privileges.md); `jobtui grant` prints their grants.
+ADMIN_ROLE = "jobtui_admin"
+OPERATOR_ROLE = "jobtui_operator"
+RUNNER_ROLE = "jobtui_runner"
+
+USER_JOB_VIEW = "jobtui_user_job"
+USER_RUN_VIEW = "jobtui_user_run"
+VIEWS_KEY = "views"  # jobtui_meta: a digest of the views' DDL (recreated when it changes)
+
+# Not in ``metadata``: create_all must never make them tables.
+view_metadata = MetaData()
+
+
+def _view_table(name: str, base: Table) -> Table:
+    return Table(
+        name,
+        view_metadata,
+        *(Column(c.name, c.type, primary_key=c.primary_key) for c in base.columns),
+    )
+
+
+user_job = _view_table(USER_JOB_VIEW, job)
+user_run = _view_table(USER_RUN_VIEW, run)
+
+
+def account_user_sql(expr: str) -> str:
+    """SQL for the user part of ``user@host`` text: everything before the LAST @.
+
+    Host names never hold an @, user names may: ``SUBSTRING_INDEX(x, '@', 1)``
+    would make 'bob@x'@'%' an owner of bob's jobs.
+    """
+    return f"SUBSTRING({expr}, 1, CHAR_LENGTH({expr}) - CHAR_LENGTH(SUBSTRING_INDEX({expr}, '@', -1)) - 1)"
+
+
+def view_select(base: Table) -> str:
+    """The operators' view of ``base``: the rows whose owner is the invoking user.
+
+    Inside a SQL SECURITY DEFINER view CURRENT_USER() is the definer; USER() is
+    the invoking ``user@client-host``. The owner column holds CURRENT_USER() of
+    the submitting session (``user@host-pattern``), so the two are compared by
+    their user part: one user name on several hosts is one owner.
+    """
+    cols = ", ".join(f"`{c.name}`" for c in base.columns)
+    return (
+        f"SELECT {cols} FROM `{base.name}` WHERE "
+        f"{account_user_sql('`owner`')} = {account_user_sql('USER()')}"
+    )
+
+
+def view_ddl(name: str, base: Table, *, definer_role: bool = False) -> str:
+    # CASCADED CHECK OPTION: an INSERT or UPDATE through the view can only write
+    # rows the view shows (the invoking user's own).
+    definer = "DEFINER = CURRENT_ROLE " if definer_role else ""
+    return (
+        f"CREATE OR REPLACE ALGORITHM = MERGE {definer}SQL SECURITY DEFINER VIEW `{name}` AS "
+        f"{view_select(base)} WITH CASCADED CHECK OPTION"
+    )
+
+
+def views_digest() -> str:
+    body = "\n".join(view_select(t) for t in (job, run))
+    return hashlib.sha1(body.encode()).hexdigest()[:16]
+
+
+# MySQL error codes for "this account may not" (create views, read a table ...).
+PERMISSION_ERRORS = {1044, 1142, 1143, 1227, 1370}
+
+
+def error_code(exc: BaseException) -> int | None:
+    orig = getattr(exc, "orig", None) or exc
+    args = getattr(orig, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
 def ensure_schema(engine: Engine) -> None:
     """Create missing tables and add missing columns (idempotent)."""
     with engine.begin() as conn:
         metadata.create_all(conn, checkfirst=True)
         _add_missing_columns(conn)
         _set_version(conn)
+    if engine.dialect.name != "sqlite":
+        ensure_views(engine)
+
+
+def ensure_views(engine: Engine) -> bool:
+    """(Re)create the operators' views when missing or outdated; False if not allowed.
+
+    A runner account may not create views: it leaves them as they are. The
+    definer is the ``jobtui_admin`` role when that is the session's current role
+    (a definer's default role is not active inside a view), else the account.
+    """
+    digest = views_digest()
+    with engine.connect() as conn:
+        have = conn.execute(
+            text(
+                "SELECT COUNT(*) FROM information_schema.VIEWS "
+                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (:j, :r)"
+            ),
+            {"j": USER_JOB_VIEW, "r": USER_RUN_VIEW},
+        ).scalar_one()
+        stored = conn.execute(select_meta(VIEWS_KEY)).scalar()
+        conn.rollback()
+        if have == 2 and stored == digest:
+            return True
+        role = conn.execute(text("SELECT CURRENT_ROLE()")).scalar()
+        try:
+            for name, base in ((USER_JOB_VIEW, job), (USER_RUN_VIEW, run)):
+                conn.execute(text(view_ddl(name, base, definer_role=role == ADMIN_ROLE)))
+            conn.execute(meta.delete().where(meta.c.key == VIEWS_KEY))
+            conn.execute(meta.insert().values(key=VIEWS_KEY, value=digest))
+            conn.commit()
+        except DBAPIError as exc:
+            if error_code(exc) in PERMISSION_ERRORS:
+                conn.rollback()
+                return False
+            raise
+    return True
+
+
+def select_meta(key: str) -> Any:
+    return meta.select().with_only_columns(meta.c.value).where(meta.c.key == key)
 
 
 def _add_missing_columns(conn: Connection) -> None:

@@ -22,7 +22,20 @@ from datetime import date, datetime, timedelta
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar
 
-from sqlalchemy import Row, and_, case, delete, func, insert, not_, or_, select, text, update
+from sqlalchemy import (
+    Row,
+    Table,
+    and_,
+    case,
+    delete,
+    func,
+    insert,
+    not_,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
@@ -33,6 +46,7 @@ from jobtui.core.errors import (
     InvalidInput,
     JobNotFound,
     JobtuiError,
+    PermissionDenied,
     ReadOnlyError,
 )
 from jobtui.core.model import (
@@ -122,6 +136,11 @@ def translate_db_error(exc: BaseException) -> JobtuiError:
         return DatabaseUnavailable(f"database unavailable: {message}{_sqlite_hint(message)}")
     if isinstance(exc, DBAPIError) and getattr(exc, "connection_invalidated", False):
         return DatabaseUnavailable(f"database unavailable: {message}")
+    if code in schema.PERMISSION_ERRORS:
+        return PermissionDenied(
+            f"permission denied: {message}; this account lacks the privilege (an admin grants "
+            "it with `jobtui grant ACCOUNT --operator|--admin|--runner`, docs/privileges.md)"
+        )
     if code == 1146 or "no such table: jobtui_" in message:
         err = JobtuiError(
             f"database error: {message}; this database has no jobtui tables yet: run "
@@ -250,10 +269,14 @@ def open_store(
     store = JobStore(engine, clock=clock, read_only=read_only, url=url)
     if init and not read_only:
         try:
-            store.init()
+            if store.sees_all:  # an operator account may not create or upgrade anything
+                store.init()
         except DatabaseUnavailable as exc:
             store.close()
             raise DatabaseUnavailable(f"{exc} (database {store.masked_url})") from exc
+        except BaseException:
+            store.close()
+            raise
     return store
 
 
@@ -263,6 +286,9 @@ class JobStore:
     # What runner pools on this store keep of the run log (the CLI's --keep-* options
     # set it before a console builds its pool); RunnerPool(retention=...) overrides it.
     retention: Retention = DEFAULT_RETENTION
+    # Whose `sql` jobs runner pools on this store run on MySQL/MariaDB: "admin" (the
+    # runner's own account or a jobtui_admin) or "any" (`jobtui worker --allow-sql-owner`).
+    sql_owners: str = "admin"
 
     def __init__(
         self,
@@ -279,6 +305,8 @@ class JobStore:
         self.backend = "sqlite" if engine.dialect.name == "sqlite" else "mysql"
         self._owner: str | None = None
         self._owner_lock = threading.Lock()
+        self._tables: tuple[Table, Table] | None = None
+        self._tables_lock = threading.Lock()
 
     # ------------------------------------------------------------------ basics
 
@@ -295,9 +323,78 @@ class JobStore:
 
     @_db_errors
     def init(self) -> None:
-        """Create or upgrade the tables (idempotent)."""
+        """Create or upgrade the tables (idempotent); an operator account only checks its views."""
         self._check_writable()
+        if not self.sees_all:
+            with self.read() as conn:
+                conn.execute(select(self.job_table.c.id).limit(1)).all()
+            return
         schema.ensure_schema(self.engine)
+
+    # ------------------------------------------------------------------ whose jobs
+
+    @property
+    def job_table(self) -> Table:
+        """``jobtui_job``, or an operator account's view of its own jobs."""
+        return self._access()[0]
+
+    @property
+    def run_table(self) -> Table:
+        """``jobtui_run``, or an operator account's view of its own runs."""
+        return self._access()[1]
+
+    @property
+    def sees_all(self) -> bool:
+        """True for accounts that read the tables (admin, runner; SQLite), like DBA_JOBS."""
+        return self._access()[0] is schema.job
+
+    def _access(self) -> tuple[Table, Table]:
+        with self._tables_lock:
+            if self._tables is None:
+                self._tables = self._detect_access()
+            return self._tables
+
+    @_db_errors
+    def _detect_access(self) -> tuple[Table, Table]:
+        """Which the account may read: the tables (admin, runner) or the views (operator).
+
+        The database decides, not jobtui: an operator account has no privilege
+        on the tables (docs/privileges.md). Missing tables count as "the
+        tables" (``jobtui init`` creates them).
+        """
+        if self.is_sqlite:
+            return schema.job, schema.run
+        with self.engine.connect() as conn:
+            try:
+                conn.execute(select(schema.job.c.id).limit(0)).all()
+                return schema.job, schema.run
+            except DBAPIError as exc:
+                if schema.error_code(exc) not in schema.PERMISSION_ERRORS:
+                    if schema.error_code(exc) == 1146:
+                        return schema.job, schema.run
+                    raise
+                conn.rollback()
+            try:
+                conn.execute(select(schema.user_job.c.id).limit(0)).all()
+            except DBAPIError as exc:
+                if schema.error_code(exc) in (1146, *schema.PERMISSION_ERRORS):
+                    raise PermissionDenied(
+                        f"permission denied: account {self.owner!r} may read neither the "
+                        f"jobtui tables nor the operators' views ({schema.USER_JOB_VIEW}); an "
+                        "admin runs `jobtui init` and `jobtui grant ACCOUNT --operator` "
+                        "(docs/privileges.md)"
+                    ) from None
+                raise
+            return schema.user_job, schema.user_run
+
+    def require_all(self, option: str = "--all") -> None:
+        """Refuse DBA_JOBS-style requests from an operator account (exit 2)."""
+        if not self.sees_all:
+            raise PermissionDenied(
+                f"{option} shows every owner's jobs (DBA_JOBS) and needs an admin account "
+                f"(role {schema.ADMIN_ROLE}, docs/privileges.md); account {self.owner!r} sees "
+                f"only its own jobs: leave out {option}"
+            )
 
     @_db_errors
     def ping(self) -> None:
@@ -347,7 +444,7 @@ class JobStore:
     # ------------------------------------------------------------------ reading
 
     def _owner_filter(self, owner: str | None) -> Any:
-        return schema.job.c.owner == (owner or self.owner)
+        return self.job_table.c.owner == (owner or self.owner)
 
     @_db_errors
     def get(self, name: str, *, owner: str | None = None) -> Job:
@@ -356,7 +453,9 @@ class JobStore:
             raise InvalidInput(f"invalid job name {name!r}: expected text")
         with self.read() as conn:
             row = conn.execute(
-                select(schema.job).where(self._owner_filter(owner), schema.job.c.name == name)
+                select(self.job_table).where(
+                    self._owner_filter(owner), self.job_table.c.name == name
+                )
             ).first()
         if row is None:
             raise JobNotFound(name, owner)
@@ -365,13 +464,13 @@ class JobStore:
     @_db_errors
     def get_by_id(self, job_id: int) -> Job | None:
         with self.read() as conn:
-            row = conn.execute(select(schema.job).where(schema.job.c.id == job_id)).first()
+            row = conn.execute(select(self.job_table).where(self.job_table.c.id == job_id)).first()
         return job_from_row(row) if row else None
 
     @_db_errors
     def list_jobs(self, *, all_owners: bool = False, owner: str | None = None) -> list[Job]:
         """The caller's jobs (USER_JOBS), or every owner's with ``all_owners`` (DBA_JOBS)."""
-        query = select(schema.job).order_by(schema.job.c.owner, schema.job.c.name)
+        query = select(self.job_table).order_by(self.job_table.c.owner, self.job_table.c.name)
         if not all_owners:
             query = query.where(self._owner_filter(owner))
         with self.read() as conn:
@@ -380,9 +479,9 @@ class JobStore:
     @_db_errors
     def jobs_changed_since(self, since: datetime | None, *, all_owners: bool = True) -> list[Job]:
         """Jobs whose row changed after ``since`` (all jobs when None): the console's refresh."""
-        query = select(schema.job)
+        query = select(self.job_table)
         if since is not None:
-            query = query.where(schema.job.c.updated > to_db(since))
+            query = query.where(self.job_table.c.updated > to_db(since))
         if not all_owners:
             query = query.where(self._owner_filter(None))
         with self.read() as conn:
@@ -390,7 +489,7 @@ class JobStore:
 
     @_db_errors
     def job_ids(self, *, all_owners: bool = True) -> set[int]:
-        query = select(schema.job.c.id)
+        query = select(self.job_table.c.id)
         if not all_owners:
             query = query.where(self._owner_filter(None))
         with self.read() as conn:
@@ -412,7 +511,7 @@ class JobStore:
             raise InvalidInput(
                 f"invalid --limit {limit!r}: expected a whole number from 1 to 100000"
             )
-        r = schema.run
+        r = self.run_table
         query = select(r).order_by(r.c.scheduled_for.desc(), r.c.id.desc()).limit(limit)
         if not all_owners:
             query = query.where(r.c.owner == (owner or self.owner))
@@ -503,7 +602,7 @@ class JobStore:
         }
         try:
             with self.write() as conn:
-                conn.execute(insert(schema.job).values(**values))
+                conn.execute(insert(self.job_table).values(**values))
         except IntegrityError:
             raise InvalidInput(
                 f"job {name!r} already exists for owner {self.owner!r}: use `jobtui change` "
@@ -584,7 +683,9 @@ class JobStore:
             values["status"] = derive_status(
                 intent=intent, broken=job.broken, running=bool(row.running), phase=phase
             ).value
-            conn.execute(update(schema.job).where(schema.job.c.id == job.id).values(**values))
+            conn.execute(
+                update(self.job_table).where(self.job_table.c.id == job.id).values(**values)
+            )
         return self.get(name, owner=owner)
 
     @_db_errors
@@ -601,7 +702,7 @@ class JobStore:
                     break
                 time.sleep(0.1)
         with self.write() as conn:
-            conn.execute(delete(schema.job).where(schema.job.c.id == job.id))
+            conn.execute(delete(self.job_table).where(self.job_table.c.id == job.id))
         return job
 
     # ------------------------------------------------------------------ steering
@@ -626,7 +727,9 @@ class JobStore:
                 intent=intent, broken=broken, running=bool(row.running), phase=phase
             ).value
             values["updated"] = to_db(now)
-            conn.execute(update(schema.job).where(schema.job.c.id == job.id).values(**values))
+            conn.execute(
+                update(self.job_table).where(self.job_table.c.id == job.id).values(**values)
+            )
         return self.get(name, owner=owner)
 
     @_db_errors
@@ -1042,7 +1145,7 @@ class JobStore:
                         phase=phase,
                     ).value
                     conn.execute(
-                        update(schema.job).where(schema.job.c.id == job.id).values(**values)
+                        update(self.job_table).where(self.job_table.c.id == job.id).values(**values)
                     )
                     changed += 1
                 else:
@@ -1061,7 +1164,7 @@ class JobStore:
                         total_time=0.0,
                         created=to_db(now),
                     )
-                    conn.execute(insert(schema.job).values(**values))
+                    conn.execute(insert(self.job_table).values(**values))
                     created += 1
         return created, changed
 
@@ -1069,7 +1172,7 @@ class JobStore:
 
     def _lock(self, conn: Connection, job_id: int) -> Row[Any]:
         row = conn.execute(
-            select(schema.job).where(schema.job.c.id == job_id).with_for_update()
+            select(self.job_table).where(self.job_table.c.id == job_id).with_for_update()
         ).first()
         if row is None:
             raise JobNotFound(str(job_id))
@@ -1077,7 +1180,7 @@ class JobStore:
 
     @_db_errors
     def counts_by_status(self, *, all_owners: bool = True) -> dict[str, int]:
-        query = select(schema.job.c.status, func.count()).group_by(schema.job.c.status)
+        query = select(self.job_table.c.status, func.count()).group_by(self.job_table.c.status)
         if not all_owners:
             query = query.where(self._owner_filter(None))
         with self.read() as conn:
@@ -1115,6 +1218,12 @@ class JobStore:
         Ages count back from ``now`` (default: the store's clock).
         """
         self._check_writable()
+        if not self.sees_all:
+            raise PermissionDenied(
+                f"pruning the run log needs an admin or runner account (roles "
+                f"{schema.ADMIN_ROLE}, {schema.RUNNER_ROLE}; docs/privileges.md); account "
+                f"{self.owner!r} is an operator"
+            )
         retention = Retention(
             keep_runs=keep, keep_days=keep_days, keep_error_days=keep_error_days, batch=batch
         )

@@ -1,0 +1,461 @@
+"""Who may do what, enforced by MariaDB: real accounts, roles, views and grants.
+
+Each test creates its own accounts (``jt_<role>_<random>``) and drops them
+afterwards; the roles (jobtui_operator, jobtui_admin, jobtui_runner) are
+server-global, so the grants made on the test's database are revoked again and
+CREATE ROLE IF NOT EXISTS keeps everything safe to run twice (or in parallel).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pymysql
+import pytest
+from conftest import MYSQL_SERVER, admin_connection
+from procs import wait_for
+
+from jobtui.cli import main
+from jobtui.core import schema
+from jobtui.core.errors import InvalidInput, JobNotFound, PermissionDenied
+from jobtui.core.model import Outcome, What
+from jobtui.core.privileges import grant_statements, parse_account
+from jobtui.core.runner import RunnerPool
+from jobtui.core.schedules import make_schedule
+from jobtui.core.store import JobStore, open_store
+
+pytestmark = pytest.mark.mariadb
+
+ONCE = make_schedule("once")
+HOURLY = make_schedule("every", every=3600)
+
+
+@dataclass
+class Server:
+    """The test database and its accounts (name -> password)."""
+
+    url: str  # as root
+    database: str
+    names: dict[str, str] = field(default_factory=dict)  # alice -> jt_alice_<random>
+    accounts: dict[str, str] = field(default_factory=dict)  # alice -> password
+
+    def url_for(self, key: str) -> str:
+        return self.url.replace("://root@", f"://{self.names[key]}:{self.accounts[key]}@")
+
+    def store(self, key: str) -> JobStore:
+        return open_store(self.url_for(key))
+
+    def raw(self, key: str) -> pymysql.connections.Connection:
+        """A plain client connection, as the `mariadb` command-line client would make."""
+        return pymysql.connect(
+            host="127.0.0.1",
+            port=3306,
+            user=self.names[key],
+            password=self.accounts[key],
+            database=self.database,
+            autocommit=True,
+        )
+
+
+def _grant(server: Server, kind: str, name: str) -> None:
+    """`jobtui grant NAME --KIND --apply`, as root (the real verb)."""
+    assert main(["--db", server.url, "grant", name, f"--{kind}", "--apply"]) == 0
+
+
+@pytest.fixture
+def server(mariadb_url: str) -> Iterator[Server]:
+    """alice and bob (operators), an admin and a runner account on a fresh database."""
+    sfx = secrets.token_hex(3)
+    database = mariadb_url.rsplit("/", 1)[1]
+    srv = Server(mariadb_url, database)
+    kinds = {"alice": "operator", "bob": "operator", "adm": "admin", "run": "runner"}
+    names = srv.names = {k: f"jt_{k}_{sfx}" for k in kinds}
+    conn = admin_connection()
+    try:
+        with conn.cursor() as cur:
+            for key, name in names.items():
+                pw = f"pw-{secrets.token_hex(4)}"
+                cur.execute(f"CREATE USER '{name}'@'%%' IDENTIFIED BY %s", (pw,))
+                srv.accounts[key] = pw
+        assert main(["--db", mariadb_url, "init"]) == 0  # as root: tables and views
+        for key, kind in kinds.items():
+            _grant(srv, kind, names[key])
+        yield srv
+    finally:
+        with conn.cursor() as cur:
+            for name in names.values():
+                cur.execute(f"DROP USER IF EXISTS '{name}'@'%'")
+            _revoke_database_grants(cur, database)
+        conn.close()
+
+
+def _revoke_database_grants(cur: pymysql.cursors.Cursor, database: str) -> None:
+    """Revoke what the roles were granted on this (soon dropped) database only."""
+    cur.execute(
+        "SELECT User, Table_name FROM mysql.tables_priv WHERE Db = %s AND Host = ''", (database,)
+    )
+    for role, table in cur.fetchall():
+        cur.execute(f"REVOKE ALL PRIVILEGES ON `{database}`.`{table}` FROM `{role}`")
+    cur.execute(
+        "SELECT User, Db FROM mysql.db WHERE Db = %s AND Host = ''", (database.replace("_", "\\_"),)
+    )
+    for role, db in cur.fetchall():
+        cur.execute(f"REVOKE ALL PRIVILEGES ON `{db}`.* FROM `{role}`")
+
+
+def _name(server: Server, key: str) -> str:
+    return server.names[key]
+
+
+def _cli(capsys: pytest.CaptureFixture[str], url: str, *args: str) -> tuple[int, str, str]:
+    code = main(["--db", url, *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ---------------------------------------------------------------------- operators
+
+
+def test_operators_see_and_change_only_their_own_jobs_through_jobtui(
+    server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    alice, bob = server.url_for("alice"), server.url_for("bob")
+    for url, name in ((alice, "a_job"), (bob, "b_job"), (alice, "same"), (bob, "same")):
+        code, _out, err = _cli(capsys, url, "submit", name, "--sql", "SELECT 1", "--every", "60")
+        assert code == 0, err
+    code, out, _ = _cli(capsys, alice, "list", "--json")
+    mine = json.loads(out)
+    assert sorted(j["name"] for j in mine) == ["a_job", "same"]
+    assert {j["owner"] for j in mine} == {f"{_name(server, 'alice')}@%"}
+
+    # steering: alice's pause of "same" pauses hers, not bob's; bob's job is unknown to her
+    assert _cli(capsys, alice, "pause", "same")[0] == 0
+    code, _out, err = _cli(capsys, alice, "pause", "b_job")
+    assert code == 2 and "unknown job 'b_job'" in err
+    assert _cli(capsys, alice, "remove", "b_job")[0] == 2
+    code, out, _ = _cli(capsys, bob, "show", "same", "--json")
+    assert json.loads(out)["status"] == "ENABLED"
+    code, out, _ = _cli(capsys, alice, "show", "same", "--json")
+    assert json.loads(out)["status"] == "PAUSED"
+    assert _cli(capsys, alice, "resume", "same")[0] == 0
+    assert _cli(capsys, alice, "change", "a_job", "--every", "120")[0] == 0
+    assert _cli(capsys, alice, "broken", "a_job", "--on")[0] == 0
+
+    # --all is DBA_JOBS: refused for an operator, with what to do
+    for verb in (["list", "--all"], ["log", "--all"], ["export", "--all"]):
+        code, out, err = _cli(capsys, alice, *verb)
+        assert code == 2 and out == ""
+        assert "needs an admin account" in err and "jobtui_admin" in err and err.count("\n") == 1
+    code, _out, err = _cli(capsys, alice, "prune")
+    assert code == 2 and "operator" in err
+
+    # the admin sees and steers everything
+    adm = server.url_for("adm")
+    code, out, _ = _cli(capsys, adm, "list", "--all", "--json")
+    assert sorted((j["owner"].split("@")[0], j["name"]) for j in json.loads(out)) == sorted(
+        [
+            (_name(server, "alice"), "a_job"),
+            (_name(server, "alice"), "same"),
+            (_name(server, "bob"), "b_job"),
+            (_name(server, "bob"), "same"),
+        ]
+    )
+    store = server.store("adm")
+    try:
+        assert store.sees_all
+        bob_owner = f"{_name(server, 'bob')}@%"
+        store.pause("b_job", owner=bob_owner)
+        assert store.get("b_job", owner=bob_owner).status.value == "PAUSED"
+        store.broken("a_job", False, owner=f"{_name(server, 'alice')}@%")
+    finally:
+        store.close()
+    code, out, _ = _cli(capsys, bob, "show", "b_job", "--json")
+    assert json.loads(out)["status"] == "PAUSED"
+    code, out, _ = _cli(capsys, alice, "show", "a_job", "--json")
+    assert json.loads(out)["status"] == "ENABLED"
+
+
+def test_a_plain_client_cannot_get_around_the_views(server: Server) -> None:
+    alice_store, bob_store = server.store("alice"), server.store("bob")
+    try:
+        assert not alice_store.sees_all
+        a = alice_store.submit("a_job", What("sql", "SELECT 1"), HOURLY)
+        b = bob_store.submit("b_job", What("sql", "SELECT 1"), HOURLY)
+        # the store's own API cannot reach the other's rows either
+        with pytest.raises(JobNotFound):
+            alice_store.get("b_job", owner=b.owner)
+        assert alice_store.get_by_id(b.id) is None
+        assert [j.name for j in alice_store.list_jobs(all_owners=True)] == ["a_job"]
+    finally:
+        alice_store.close()
+        bob_store.close()
+    conn = server.raw("alice")
+    try:
+        with conn.cursor() as cur:
+            for table in ("jobtui_job", "jobtui_run"):
+                with pytest.raises(pymysql.err.OperationalError) as denied:
+                    cur.execute(f"SELECT * FROM {table}")
+                assert denied.value.args[0] == 1142
+            with pytest.raises(pymysql.err.OperationalError):
+                cur.execute("UPDATE jobtui_job SET intent = 'PAUSED'")
+            cur.execute("SELECT id, name FROM jobtui_user_job")
+            assert cur.fetchall() == ((a.id, "a_job"),)
+            # another owner's row through the view: not there
+            assert (
+                cur.execute("UPDATE jobtui_user_job SET intent = 'PAUSED' WHERE id = %s", (b.id,))
+                == 0
+            )
+            assert cur.execute("DELETE FROM jobtui_user_job WHERE id = %s", (b.id,)) == 0
+            # writing a row for someone else: refused by the check option
+            with pytest.raises(pymysql.err.MySQLError) as check:
+                cur.execute("UPDATE jobtui_user_job SET owner = %s WHERE id = %s", (b.owner, a.id))
+            assert check.value.args[0] == 1369
+            cur.execute(
+                "SELECT "
+                + ", ".join(c.name for c in schema.job.columns if c.name != "id")
+                + " FROM jobtui_user_job WHERE id = %s",
+                (a.id,),
+            )
+            row = list(cur.fetchone())
+            cols = [c.name for c in schema.job.columns if c.name != "id"]
+            row[cols.index("owner")] = b.owner
+            row[cols.index("name")] = "planted"
+            with pytest.raises(pymysql.err.MySQLError) as check:
+                cur.execute(
+                    f"INSERT INTO jobtui_user_job ({', '.join(cols)}) "
+                    f"VALUES ({', '.join(['%s'] * len(cols))})",
+                    row,
+                )
+            assert check.value.args[0] == 1369
+            # locking through the view works (the store's steering relies on it)
+            conn.begin()
+            cur.execute("SELECT id FROM jobtui_user_job WHERE id = %s FOR UPDATE", (a.id,))
+            assert cur.fetchall() == ((a.id,),)
+            conn.rollback()
+    finally:
+        conn.close()
+    admin = admin_connection(server.database)
+    with admin.cursor() as cur:
+        cur.execute("SELECT name, intent FROM jobtui_job ORDER BY name")
+        assert cur.fetchall() == (("a_job", "ENABLED"), ("b_job", "ENABLED"))
+    admin.close()
+
+
+def test_an_account_without_grants_is_told_what_to_do(
+    server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = f"jt_none_{secrets.token_hex(3)}"
+    conn = admin_connection()
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE USER '{name}'@'%'")
+    try:
+        url = server.url.replace("://root@", f"://{name}@")
+        code, out, err = _cli(capsys, url, "list")  # no privilege at all on the database
+        assert code == 1 and out == "" and "Access denied" in err and err.count("\n") == 1
+        with conn.cursor() as cur:
+            cur.execute(f"GRANT SELECT ON `{server.database}`.`jobtui_meta` TO '{name}'@'%'")
+        code, out, err = _cli(capsys, url, "list")
+        assert code == 2 and out == ""
+        assert "may read neither" in err and "jobtui grant" in err and err.count("\n") == 1
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP USER IF EXISTS '{name}'@'%'")
+        conn.close()
+
+
+# ---------------------------------------------------------------------- runner
+
+
+def _run_once(store: JobStore, job_id: int, owner_store: JobStore, name: str) -> list:  # type: ignore[type-arg]
+    before = len(owner_store.runs(name))
+    pool = RunnerPool(store, threads=1, poll=0.1, name="privileges")
+    pool.start()
+    try:
+        wait_for(
+            lambda: (
+                len(owner_store.runs(name)) > before
+                and owner_store.runs(name)[0].outcome is not Outcome.RUNNING
+            ),
+            20,
+        )
+    finally:
+        pool.stop(grace=0)
+    return owner_store.runs(name)
+
+
+def test_runner_refuses_a_call_the_owner_may_not_execute(server: Server) -> None:
+    admin = admin_connection(server.database)
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE hits (who VARCHAR(80))")
+        cur.execute("CREATE PROCEDURE hit(IN w VARCHAR(80)) INSERT INTO hits VALUES (w)")
+        # the runner itself may run it; the question is whether bob may
+        cur.execute(f"GRANT EXECUTE ON `{server.database}`.* TO '{_name(server, 'run')}'@'%'")
+        cur.execute(f"GRANT INSERT ON `{server.database}`.`hits` TO '{_name(server, 'run')}'@'%'")
+    bob = server.store("bob")
+    runner = server.store("run")
+    try:
+        assert runner.sees_all
+        # bob could not even submit it (he may not see the procedure): the row is made
+        # for him on the table, as a job that lost its privilege since would look
+        admin_cur = admin.cursor()
+        job = runner.submit("hit", What("call", f"{server.database}.hit", ("bob",)), ONCE)
+        bob_owner = bob.owner
+        admin_cur.execute("UPDATE jobtui_job SET owner = %s WHERE id = %s", (bob_owner, job.id))
+        runs = _run_once(runner, job.id, bob, "hit")
+        assert runs[0].outcome is Outcome.FAILED
+        assert runs[0].error and "no EXECUTE privilege" in runs[0].error
+        assert f"`{server.database}`.`hit`" in runs[0].error
+        admin_cur.execute("SELECT COUNT(*) FROM hits")
+        assert admin_cur.fetchone() == (0,)
+        # a schema-level grant with a LIKE wildcard, through a role: now it runs
+        role = f"jt_role_{secrets.token_hex(3)}"
+        admin_cur.execute(f"CREATE ROLE `{role}`")
+        try:
+            pattern = server.database[:-3] + "%"
+            admin_cur.execute(f"GRANT EXECUTE ON `{pattern}`.* TO `{role}`")
+            admin_cur.execute(f"GRANT `{role}` TO '{_name(server, 'bob')}'@'%'")
+            runner.enable("hit", owner=bob_owner)
+            runner.run_now("hit", owner=bob_owner)
+            runs = _run_once(runner, job.id, bob, "hit")
+            assert runs[0].outcome is Outcome.OK, runs[0].error
+            admin_cur.execute("SELECT who FROM hits")
+            assert admin_cur.fetchall() == (("bob",),)
+        finally:
+            admin_cur.execute(f"DROP ROLE IF EXISTS `{role}`")
+            admin_cur.close()
+    finally:
+        bob.close()
+        runner.close()
+        admin.close()
+
+
+def test_runner_runs_sql_only_for_itself_or_an_admin_unless_allowed(server: Server) -> None:
+    admin = admin_connection(server.database)
+    with admin.cursor() as cur:
+        cur.execute("CREATE TABLE marks (who VARCHAR(80))")
+        for key in ("run", "alice", "adm"):
+            cur.execute(
+                f"GRANT INSERT ON `{server.database}`.`marks` TO '{_name(server, key)}'@'%'"
+            )
+    alice, adm, runner = server.store("alice"), server.store("adm"), server.store("run")
+    try:
+        alice.submit("mark", What("sql", "INSERT INTO marks VALUES ('alice')"), ONCE)
+        adm.submit("mark", What("sql", "INSERT INTO marks VALUES ('adm')"), ONCE)
+        runner.submit("mark", What("sql", "INSERT INTO marks VALUES ('run')"), ONCE)
+        _run_once(runner, 0, alice, "mark")
+        wait_for(
+            lambda: all(
+                s.runs("mark") and s.runs("mark")[0].outcome is not Outcome.RUNNING
+                for s in (adm, runner)
+            ),
+            20,
+        )
+        assert alice.runs("mark")[0].outcome is Outcome.FAILED
+        assert "sql jobs run only for the runner's own account" in (
+            alice.runs("mark")[0].error or ""
+        )
+        assert adm.runs("mark")[0].outcome is Outcome.OK
+        assert runner.runs("mark")[0].outcome is Outcome.OK
+        with admin.cursor() as cur:
+            cur.execute("SELECT who FROM marks ORDER BY who")
+            assert cur.fetchall() == (("adm",), ("run",))
+        # the deployer allows every owner's sql jobs
+        runner.sql_owners = "any"
+        alice.enable("mark")
+        alice.run_now("mark")
+        runs = _run_once(runner, 0, alice, "mark")
+        assert runs[0].outcome is Outcome.OK, runs[0].error
+    finally:
+        for s in (alice, adm, runner):
+            s.close()
+        admin.close()
+
+
+# ---------------------------------------------------------------------- grant verb
+
+
+def test_grant_prints_validated_quoted_statements(
+    server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _cli(capsys, server.url, "grant", "'carol'@'10.0.%'", "--runner")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "CREATE ROLE IF NOT EXISTS `jobtui_runner`;"
+    assert lines[-2] == "GRANT `jobtui_runner` TO 'carol'@'10.0.%';"
+    assert lines[-1] == "SET DEFAULT ROLE `jobtui_runner` FOR 'carol'@'10.0.%';"
+    code, out, _ = _cli(capsys, server.url, "grant", "dave", "--json")
+    data = json.loads(out)
+    assert data["account"] == "'dave'@'%'" and data["kind"] == "operator"
+    assert data["applied"] is False and data["database"] == server.database
+    assert f"ON `{server.database}`.`jobtui_user_job`" in data["statements"][1]
+    for bad in ("x'; DROP USER root; --", "a`b", "", "@h", "a@b@c", "é", "a" * 81, "u@'h'x"):
+        code, out, err = _cli(capsys, server.url, "grant", bad)
+        assert code == 2 and out == "" and "invalid account" in err, bad
+    code, _out, err = _cli(capsys, server.url, "grant", "dave", "--admin", "--operator")
+    assert code == 2
+    with pytest.raises(InvalidInput):
+        grant_statements("boss", "dave", "db")
+    assert parse_account('"eve"@"localhost"') == ("eve", "localhost")
+    escaped = grant_statements("admin", "eve", "my_db")[1]
+    assert "ON `my\\_db`.* TO `jobtui_admin`" in escaped
+
+
+def test_grant_on_sqlite_says_there_are_no_accounts(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _cli(capsys, sqlite_url, "grant", "alice")
+    assert code == 2 and out == "" and "SQLite has no accounts" in err
+
+
+def test_operator_store_refuses_all_and_init_leaves_the_schema_alone(
+    server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _cli(capsys, server.url_for("alice"), "init")
+    assert code == 0 and "operator account" in out
+    store = server.store("alice")
+    try:
+        with pytest.raises(PermissionDenied):
+            store.require_all()
+        with pytest.raises(PermissionDenied):
+            store.prune_runs()
+    finally:
+        store.close()
+
+
+# ---------------------------------------------------------------------- credentials
+
+
+def test_credentials_from_an_option_file_are_never_shown(
+    server: Server, capsys: pytest.CaptureFixture[str], tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    name, pw = _name(server, "alice"), server.accounts["alice"]
+    cnf = tmp_path / "my.cnf"
+    cnf.write_text(f"[client]\nuser={name}\npassword={pw}\n")
+    cnf.chmod(0o600)
+    host = MYSQL_SERVER.split("@", 1)[1]
+    url = f"mysql+pymysql://{host}/{server.database}?read_default_file={cnf}"
+    outputs = []
+    for args in (
+        ("submit", "j", "--sql", "SELECT 1", "--every", "60"),
+        ("list", "--json"),
+        ("show", "nope"),
+        ("list", "--all"),
+        ("init",),
+    ):
+        code, out, err = _cli(capsys, url, *args)
+        outputs.append(out + err)
+    assert pw not in "".join(outputs)
+    code, out, _ = _cli(capsys, url, "show", "j", "--json")
+    assert json.loads(out)["owner"] == f"{name}@%"
+    # the password in the URL: masked in messages and the console header's URL
+    url_pw = server.url_for("alice")
+    code, out, err = _cli(capsys, url_pw, "list", "--all")
+    assert pw not in out + err and code == 2
+    store = open_store(url_pw)
+    try:
+        assert pw not in store.masked_url and "***" in store.masked_url
+    finally:
+        store.close()
