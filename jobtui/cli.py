@@ -1031,6 +1031,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise _missing("runner", "jobtui.core.runner", exc) from None
     with _store(args) as store:
+        _require_runner_account(store, "worker")
         store.sql_owners = args.allow_sql_owner
         return int(
             worker_main(
@@ -1050,7 +1051,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise _missing("runner", "jobtui.core.runner", exc) from None
     with _store(args) as store:
+        _require_runner_account(store, "run")
         return int(run_foreground(store, args.name))
+
+
+def _require_runner_account(store: JobStore, verb: str) -> None:
+    """Runners work on the tables: an operator account is told so before anything starts."""
+    if not store.sees_all:
+        from jobtui.core.errors import PermissionDenied
+
+        raise PermissionDenied(
+            f"`jobtui {verb}` runs jobs and needs a runner or admin account (roles "
+            f"jobtui_runner, jobtui_admin; docs/privileges.md); account {store.owner!r} is an "
+            "operator: it sees its own jobs only"
+        )
 
 
 def _run_console(store: JobStore, **options: Any) -> int:
@@ -1070,6 +1084,8 @@ def cmd_console(args: argparse.Namespace) -> int:
     with _store(args, read_only=args.read_only) as store:
         if args.all:
             store.require_all()
+        if args.runners:
+            _require_runner_account(store, "console --runners")
         store.retention = _retention(args)  # the pool the console hosts prunes with it
         return _run_console(
             store,

@@ -415,6 +415,9 @@ def test_operator_store_refuses_all_and_init_leaves_the_schema_alone(
 ) -> None:
     code, out, _ = _cli(capsys, server.url_for("alice"), "init")
     assert code == 0 and "operator account" in out
+    for verb in (["worker"], ["run", "x"], ["console", "--runners", "1"]):
+        code, out, err = _cli(capsys, server.url_for("alice"), *verb)
+        assert code == 2 and "needs a runner or admin account" in err, verb
     store = server.store("alice")
     try:
         with pytest.raises(PermissionDenied):

@@ -1397,7 +1397,7 @@ def test_tables_are_utf8mb4_on_a_latin1_database(clock: FakeClock) -> None:
             tables = conn.execute(
                 text(
                     "SELECT TABLE_NAME, ENGINE, TABLE_COLLATION FROM information_schema.TABLES "
-                    "WHERE TABLE_SCHEMA = DATABASE()"
+                    "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_TYPE = 'BASE TABLE'"
                 )
             ).all()
             conn.rollback()

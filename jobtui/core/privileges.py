@@ -61,7 +61,7 @@ def check_may_run(conn: Connection, job: Job, *, sql_owners: str = "admin") -> N
         return
     if sql_owners == "any":
         return
-    runner_account = str(conn.execute(text("SELECT CURRENT_USER()")).scalar_one())
+    runner_account = _current_user(conn)
     if job.owner == runner_account or is_admin(conn, job.owner):
         return
     raise PermissionRefused(
@@ -69,6 +69,14 @@ def check_may_run(conn: Connection, job: Job, *, sql_owners: str = "admin") -> N
         f"account granted {schema.ADMIN_ROLE}; the owner {job.owner!r} is neither (a worker "
         "started with --allow-sql-owner any runs every owner's sql jobs)"
     )
+
+
+def _current_user(conn: Connection) -> str:
+    """The runner's account, asked once per pooled connection (it never changes)."""
+    info = conn.connection.info
+    if "jobtui_current_user" not in info:
+        info["jobtui_current_user"] = str(conn.execute(text("SELECT CURRENT_USER()")).scalar_one())
+    return str(info["jobtui_current_user"])
 
 
 def grantees(conn: Connection, account: str) -> list[tuple[str, str]]:
