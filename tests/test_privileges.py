@@ -12,6 +12,7 @@ import json
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pymysql
 import pytest
@@ -120,7 +121,7 @@ def _cli(capsys: pytest.CaptureFixture[str], url: str, *args: str) -> tuple[int,
 
 
 def test_operators_see_and_change_only_their_own_jobs_through_jobtui(
-    server: Server, capsys: pytest.CaptureFixture[str]
+    server: Server, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     alice, bob = server.url_for("alice"), server.url_for("bob")
     for url, name in ((alice, "a_job"), (bob, "b_job"), (alice, "same"), (bob, "same")):
@@ -151,6 +152,13 @@ def test_operators_see_and_change_only_their_own_jobs_through_jobtui(
         assert "needs an admin account" in err and "jobtui_admin" in err and err.count("\n") == 1
     code, _out, err = _cli(capsys, alice, "prune")
     assert code == 2 and "operator" in err
+    assert _cli(capsys, alice, "runners")[0] == 0
+    code, out, _ = _cli(capsys, alice, "export")
+    assert sorted(j["name"] for j in json.loads(out)) == ["a_job", "same"]
+    export = tmp_path / "alice.json"
+    export.write_text(out)
+    code, out, _ = _cli(capsys, alice, "import", str(export))
+    assert code == 0 and "0 created, 2 changed" in out
 
     # the admin sees and steers everything
     adm = server.url_for("adm")
@@ -264,6 +272,35 @@ def test_an_account_without_grants_is_told_what_to_do(
         with conn.cursor() as cur:
             cur.execute(f"DROP USER IF EXISTS '{name}'@'%'")
         conn.close()
+
+
+def test_an_admin_account_recreates_the_views_with_its_role_as_definer(
+    server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    alice = server.store("alice")
+    try:
+        alice.submit("mine", What("sql", "SELECT 1"), HOURLY)
+    finally:
+        alice.close()
+    admin = admin_connection(server.database)
+    with admin.cursor() as cur:
+        cur.execute(f"DROP VIEW {schema.USER_JOB_VIEW}, {schema.USER_RUN_VIEW}")
+        # the operator role's grants on the views went with them: grant again below
+        cur.execute("DELETE FROM jobtui_meta WHERE `key` = 'views'")
+    code, out, err = _cli(capsys, server.url_for("adm"), "init")
+    assert code == 0, err
+    with admin.cursor() as cur:
+        cur.execute(
+            "SELECT DEFINER FROM information_schema.VIEWS WHERE TABLE_SCHEMA = %s",
+            (server.database,),
+        )
+        assert {r[0] for r in cur.fetchall()} == {f"{schema.ADMIN_ROLE}@"}
+    admin.close()
+    _grant(server, "operator", _name(server, "alice"))
+    capsys.readouterr()
+    code, out, err = _cli(capsys, server.url_for("alice"), "list", "--json")
+    assert code == 0, err
+    assert [j["name"] for j in json.loads(out)] == ["mine"]
 
 
 # ---------------------------------------------------------------------- runner
