@@ -19,6 +19,8 @@ message and the job follows the usual failure rules. docs/privileges.md.
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 from sqlalchemy import text
@@ -29,6 +31,10 @@ from jobtui.core import schema
 from jobtui.core.model import Job, split_procedure
 
 SQL_OWNER_POLICIES = ("admin", "any")
+# An allowed check is remembered this long (per server, owner and target), so a
+# busy job costs no extra queries per run; a REVOKE is seen within this time. A
+# refusal is never remembered: a GRANT is seen by the very next run.
+ALLOWED_TTL = 5.0
 PUBLIC = ("PUBLIC", "")  # MariaDB 10.11's PUBLIC pseudo-role
 MAX_ROLE_DEPTH = 16
 
@@ -45,10 +51,52 @@ def split_account(account: str) -> tuple[str, str]:
     return user, host
 
 
+class _AllowedCache:
+    """Checks that passed recently (thread-safe; runner threads share it)."""
+
+    def __init__(self) -> None:
+        self._until: dict[tuple[str, ...], float] = {}
+        self._lock = threading.Lock()
+
+    def hit(self, key: tuple[str, ...]) -> bool:
+        with self._lock:
+            until = self._until.get(key)
+            if until is None:
+                return False
+            if until < time.monotonic():
+                del self._until[key]
+                return False
+            return True
+
+    def remember(self, key: tuple[str, ...]) -> None:
+        with self._lock:
+            if len(self._until) > 10_000:
+                self._until.clear()
+            self._until[key] = time.monotonic() + ALLOWED_TTL
+
+    def clear(self) -> None:
+        with self._lock:
+            self._until.clear()
+
+
+allowed_cache = _AllowedCache()
+
+
 def check_may_run(conn: Connection, job: Job, *, sql_owners: str = "admin") -> None:
     """Raise PermissionRefused unless ``job.owner`` may do what the job runs."""
     if conn.dialect.name == "sqlite" or job.what.kind == "action":
         return
+    if job.what.kind == "sql" and sql_owners == "any":
+        return
+    server = conn.engine.url.render_as_string(hide_password=True)
+    key = (server, job.owner, job.what.kind, job.what.target if job.what.kind == "call" else "")
+    if allowed_cache.hit(key):
+        return
+    _check(conn, job)
+    allowed_cache.remember(key)
+
+
+def _check(conn: Connection, job: Job) -> None:
     if job.what.kind == "call":
         schema_name, proc = split_procedure(job.what.target)
         if not has_execute(conn, job.owner, schema_name, proc):
@@ -58,8 +106,6 @@ def check_may_run(conn: Connection, job: Job, *, sql_owners: str = "admin") -> N
                 "through a role); an admin grants it, e.g. GRANT EXECUTE ON PROCEDURE "
                 f"`{schema_name}`.`{proc}` TO the owner"
             )
-        return
-    if sql_owners == "any":
         return
     runner_account = _current_user(conn)
     if job.owner == runner_account or is_admin(conn, job.owner):
