@@ -490,6 +490,12 @@ def test_credentials_from_an_option_file_are_never_shown(
     assert pw not in "".join(outputs)
     code, out, _ = _cli(capsys, url, "show", "j", "--json")
     assert json.loads(out)["owner"] == f"{name}@%"
+    # a password as a query parameter (PyMySQL takes it): masked too
+    query_url = f"mysql+pymysql://{name}@{host}/{server.database}?password={pw}"
+    code, out, err = _cli(capsys, query_url, "init")
+    assert code == 0 and pw not in out + err and "password=***" in out
+    code, out, err = _cli(capsys, query_url.replace(pw, pw + "x"), "list")
+    assert code == 1 and pw not in out + err and "Access denied" in err
     # the password in the URL: masked in messages and the console header's URL
     url_pw = server.url_for("alice")
     code, out, err = _cli(capsys, url_pw, "list", "--all")

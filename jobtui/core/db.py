@@ -76,7 +76,7 @@ def parse_url(value: str) -> URL:
 
 
 def mask_url(url: URL | str) -> str:
-    """The URL with any password replaced by ***."""
+    """The URL with any password (``user:PASSWORD@`` or ``?password=``) replaced by ***."""
     if isinstance(url, str):
         if url.split("://", 1)[-1].split("/", 1)[0].count("@") > 1:
             return mask_text(url)
@@ -84,16 +84,18 @@ def mask_url(url: URL | str) -> str:
             parsed = make_url(url)
         except ArgumentError:
             return mask_text(url)
-        return parsed.render_as_string(hide_password=True)
-    return url.render_as_string(hide_password=True)
+        return mask_text(parsed.render_as_string(hide_password=True))
+    return mask_text(url.render_as_string(hide_password=True))
 
 
 _PASSWORD_IN_URL = re.compile(r"(://[^:/@\s]*:)[^\s/]*@")  # greedy: up to the last @
+# PyMySQL also takes the password as a query parameter (?password=, ?passwd=).
+_PASSWORD_IN_QUERY = re.compile(r"([?&](?:password|passwd)=)[^&\s]*", re.IGNORECASE)
 
 
 def mask_text(text: str) -> str:
-    """Mask ``user:password@`` in free text (error messages that quote a URL)."""
-    return _PASSWORD_IN_URL.sub(r"\1***@", text)
+    """Mask ``user:password@`` and ``?password=`` in free text (messages that quote a URL)."""
+    return _PASSWORD_IN_QUERY.sub(r"\1***", _PASSWORD_IN_URL.sub(r"\1***@", text))
 
 
 def is_sqlite(engine: Engine) -> bool:
