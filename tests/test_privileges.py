@@ -184,6 +184,9 @@ def test_operators_see_and_change_only_their_own_jobs_through_jobtui(
     assert json.loads(out)["status"] == "PAUSED"
     code, out, _ = _cli(capsys, alice, "show", "a_job", "--json")
     assert json.loads(out)["status"] == "ENABLED"
+    assert _cli(capsys, alice, "remove", "a_job")[0] == 0
+    code, out, _ = _cli(capsys, adm, "list", "--all", "--json")
+    assert sorted(j["name"] for j in json.loads(out)) == ["b_job", "same", "same"]
 
 
 def test_a_plain_client_cannot_get_around_the_views(server: Server) -> None:
