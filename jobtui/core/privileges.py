@@ -101,7 +101,7 @@ def _check(conn: Connection, job: Job) -> None:
         schema_name, proc = split_procedure(job.what.target)
         if not has_execute(conn, job.owner, schema_name, proc):
             raise PermissionRefused(
-                f"refused: the job's owner {job.owner!r} has no EXECUTE privilege on procedure "
+                f"the job's owner {job.owner!r} has no EXECUTE privilege on procedure "
                 f"`{schema_name}`.`{proc}` (routine, schema or global level, directly or "
                 "through a role); an admin grants it, e.g. GRANT EXECUTE ON PROCEDURE "
                 f"`{schema_name}`.`{proc}` TO the owner"
@@ -111,7 +111,7 @@ def _check(conn: Connection, job: Job) -> None:
     if job.owner == runner_account or is_admin(conn, job.owner):
         return
     raise PermissionRefused(
-        f"refused: sql jobs run only for the runner's own account ({runner_account!r}) or an "
+        f"sql jobs run only for the runner's own account ({runner_account!r}) or an "
         f"account granted {schema.ADMIN_ROLE}; the owner {job.owner!r} is neither (a worker "
         "started with --allow-sql-owner any runs every owner's sql jobs)"
     )
@@ -176,7 +176,7 @@ def _grant_query(conn: Connection, sql: str, params: dict[str, Any], tables: str
     except DBAPIError as exc:
         if schema.error_code(exc) in schema.PERMISSION_ERRORS:
             raise PermissionRefused(
-                f"refused: the runner cannot check the owner's privileges: its account needs "
+                f"the runner cannot check the owner's privileges: its account needs "
                 f"SELECT on {tables} (`jobtui grant ACCOUNT --runner`, docs/privileges.md)"
             ) from None
         raise
