@@ -508,3 +508,19 @@ def test_credentials_from_an_option_file_are_never_shown(
         assert pw not in store.masked_url and "***" in store.masked_url
     finally:
         store.close()
+
+
+def test_privilege_check_bench_smoke() -> None:
+    """bench/privilege_check.py runs (its figures are in docs/privileges.md)."""
+    import subprocess
+    import sys
+
+    bench = Path(__file__).resolve().parent.parent / "bench" / "privilege_check.py"
+    proc = subprocess.run(
+        [sys.executable, str(bench), "--n", "5", "--server", MYSQL_SERVER],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("check asking the grant tables ") and "(n=5)" in proc.stdout
