@@ -2,92 +2,39 @@
 
 from __future__ import annotations
 
-import itertools
 import time
-from collections import Counter, defaultdict
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from conftest import admin_connection
-from procs import Worker, wait_for
+from procs import (
+    check_exclusive,
+    create_ledger_proc,
+    kill_mid_call_and_check_rerun,
+    ledger_counts,
+    lock_holder,
+    mysql_db,
+    spawn,
+    wait_for,
+    worker_list,
+)
 from sqlalchemy import text
-from sqlalchemy.engine import make_url
 
 from jobtui.core.claims import lock_name
 from jobtui.core.model import Outcome, What
 from jobtui.core.schedules import make_schedule
-from jobtui.core.store import JobStore, open_store
+from jobtui.core.store import open_store
 from jobtui.core.timeutil import utcnow
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def workers(tmp_path: Path) -> Iterator[list[Worker]]:
-    started: list[Worker] = []
-    yield started
-    for w in started:
-        w.cleanup()
-
-
-def spawn(workers: list[Worker], url: str, log_dir: Path, name: str, **kw: object) -> Worker:
-    w = Worker(url, log_dir, name=name, **kw)  # type: ignore[arg-type]
-    workers.append(w)
-    return w
-
-
-def all_runs(store: JobStore) -> list:  # type: ignore[type-arg]
-    return store.runs(limit=100_000, all_owners=True)
-
-
-def check_exclusive(store: JobStore) -> dict[str, list]:  # type: ignore[type-arg]
-    """No slot twice, no two runs of one job at once, nothing left running. Runs by job."""
-    runs = all_runs(store)
-    slots = Counter((r.job_id, r.scheduled_for) for r in runs)
-    assert max(slots.values(), default=1) == 1
-    by_job: dict[str, list] = defaultdict(list)  # type: ignore[type-arg]
-    for r in runs:
-        assert r.outcome is not Outcome.RUNNING, r
-        if r.started is not None:
-            by_job[r.job].append(r)
-    for job, rs in by_job.items():
-        rs.sort(key=lambda r: r.started)
-        for a, b in itertools.pairwise(rs):
-            assert a.finished is not None
-            assert a.finished <= b.started, f"{job}: {a} overlaps {b}"
-    return by_job
-
-
-def mysql_db(url: str) -> str:
-    return str(make_url(url).database)
-
-
-def create_ledger_proc(url: str, *, sleep: float = 0) -> None:
-    conn = admin_connection(mysql_db(url))
-    with conn.cursor() as cur:
-        cur.execute("CREATE TABLE ledger (job VARCHAR(64), t DATETIME(6), conn BIGINT)")
-        cur.execute(
-            "CREATE PROCEDURE ledger_ins(IN j VARCHAR(64)) "
-            "BEGIN INSERT INTO ledger VALUES (j, NOW(6), CONNECTION_ID()); END"
-        )
-        cur.execute(
-            # Short sleeps in a loop: MariaDB notices a vanished client during one long
-            # SLEEP (every 5 s), but not here, so an orphan really runs on to its end.
-            "CREATE PROCEDURE slow_ins(IN j VARCHAR(64), IN s DOUBLE) "
-            "BEGIN DECLARE t_end DATETIME(6) DEFAULT NOW(6) + INTERVAL s SECOND; "
-            "INSERT INTO ledger VALUES (j, NOW(6), CONNECTION_ID()); "
-            "WHILE NOW(6) < t_end DO DO SLEEP(0.05); END WHILE; END"
-        )
-    conn.close()
-
-
-def ledger_counts(store: JobStore) -> Counter[str]:
-    with store.read() as conn:
-        return Counter(
-            {j: n for j, n in conn.execute(text("SELECT job, COUNT(*) FROM ledger GROUP BY job"))}
-        )
+def workers() -> Iterator[list]:  # type: ignore[type-arg]
+    with worker_list() as started:
+        yield started
 
 
 # ---------------------------------------------------------------------- exclusivity
@@ -190,41 +137,17 @@ def test_kill9_mid_run_is_lost_and_never_overlaps_the_orphan(
     )
     assert wait_for(b.started, 20)
     admin = admin_connection(db)
-    name = lock_name(db, job.id)
-
-    def holder() -> int | None:
-        with admin.cursor() as cur:
-            cur.execute("SELECT IS_USED_LOCK(%s)", (name,))
-            return cur.fetchone()[0]  # type: ignore[index,no-any-return]
-
-    orphan = holder()
-    assert orphan is not None
-    time.sleep(max(0.0, (start + timedelta(seconds=2) - utcnow()).total_seconds()))
-    a.kill9()
-    killed_at = time.monotonic()
-
-    def lost() -> bool:
-        return any(r.outcome is Outcome.LOST for r in store.runs("slow", limit=10))
-
-    assert wait_for(lost, timeout + 6, interval=0.1)
-    assert time.monotonic() - killed_at < timeout + 2 + 0.5 + 2.5  # timeout + reap + poll + margin
-    [lost_run] = [r for r in store.runs("slow", limit=10) if r.outcome is Outcome.LOST]
-    assert a_id in (lost_run.error or "") and lost_run.scheduled_for == start
-    # the orphaned CALL still sleeps on the server and keeps the lock: nobody runs the job
-    assert holder() == orphan
-    assert store.get("slow").running
-    assert wait_for(lambda: holder() != orphan, 15, interval=0.05)
-    freed_at = utcnow()
-    b_id = b.runner_id()
-
-    def rerun():  # type: ignore[no-untyped-def]
-        return [r for r in store.runs("slow", limit=10) if r.runner == b_id and r.started]
-
-    [second] = wait_for(rerun, 10, interval=0.1)
-    assert second.started >= freed_at - timedelta(seconds=0.2)
-    assert second.scheduled_for == start + timedelta(seconds=8)  # the next slot, late, not twice
-    assert b.terminate() == 0
-    check_exclusive(store)
+    lost_after = kill_mid_call_and_check_rerun(
+        store,
+        job,
+        start=start,
+        every=8,
+        victim=str(a_id),
+        kill=a.kill9,
+        heir=b,
+        lock_holder=lock_holder(admin, lock_name(db, job.id)),
+    )
+    assert lost_after < timeout + 2 + 0.5 + 2.5  # timeout + reap + poll + margin
     admin.close()
     store.close()
 
