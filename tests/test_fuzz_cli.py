@@ -16,13 +16,8 @@ MariaDB. A few cases also run as real subprocesses (argv bytes, a C locale).
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
-import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -31,159 +26,38 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from sqlalchemy import insert, select
-
-from jobtui.cli import main
-from jobtui.core import schema
-from jobtui.core.db import make_engine
-from jobtui.core.model import JOB_NAME_RE, Schedule, What
-from jobtui.core.schedules import MAX_EVERY, MIN_EVERY
-from jobtui.core.store import MAX_MAX_FAILURES, open_store
-from jobtui.core.transitions import derive_status
-
-FUZZ = settings(
-    max_examples=80,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+from fuzzing import (
+    CRON_FIELD,
+    EXPR,
+    FUZZ,
+    NASTY,
+    NUMBER,
+    SMALL,
+    TZ,
+    WHEN,
+    Fresh,
+    as_every,
+    check_consistent,
+    cli,
+    dump,
+    every_value,
+    nasty_text,
+    populate,
+    refused,
+    run_case,
+    show,
+    whole,
 )
-SMALL = settings(FUZZ, max_examples=30)
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobtui.core.model import JOB_NAME_RE
+from jobtui.core.store import MAX_MAX_FAILURES
 
 S = ["--sql", "SELECT 1"]
 E = ["--every", "60"]
 
-# Text that has broken parsers, quoting and terminals before.
-NASTY = [
-    "",
-    " ",
-    "x",
-    "a" * 64,
-    "a" * 65,
-    "a" * 5000,
-    "'",
-    '"',
-    "`",
-    "x`; DROP TABLE jobtui_job; --",
-    "x'; DELETE FROM jobtui_job; --",
-    'x"; DELETE FROM jobtui_run; --',
-    "x\x00y",
-    "\x00",
-    "x\ny",
-    "x\r\ny",
-    "x\ty",
-    "\x1b[31mred",
-    "jоb",  # Cyrillic o
-    "ｊｏｂ",  # fullwidth
-    "job\u200b",  # zero-width space
-    "\u202eboj",  # right-to-left override
-    "Ⅸ",
-    "١٢٣",  # Arabic-Indic digits
-    "😀",
-    "\udcff",  # a byte that was not UTF-8 on argv (surrogateescape)
-    "-x",
-    "--db",
-    "%s",
-    "{0}",
-    "$(id)",
-    "../../etc/passwd",
-    "NULL",
-    "nightly",
-    "done",
-    "Nightly",
-]
-
-
-def nasty_text(max_size: int = 80) -> st.SearchStrategy[str]:
-    return st.one_of(
-        st.sampled_from(NASTY),
-        st.text(max_size=max_size),
-        st.text(alphabet="ab_.-`'\";\x00 \\$#/*()", max_size=max_size),
-        st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,70}", fullmatch=True),
-    )
-
-
 # ---------------------------------------------------------------------- the database
-
-
-def populate(url: str) -> None:
-    """Jobs in several states, one run and one runner."""
-    store = open_store(url)
-    past = datetime.now(UTC) - timedelta(days=2)
-    try:
-        store.submit("nightly", What("sql", "SELECT 1"), Schedule("every", every=3600.0))
-        store.submit(
-            "done",
-            What("sql", "SELECT 1"),
-            Schedule("once", start=past, finish=past + timedelta(hours=1)),
-        )
-        store.submit("off", What("sql", "SELECT 1"), Schedule("every", every=60.0), disabled=True)
-        store.submit("held", What("action", "demo.noop"), Schedule("every", every=30.0))
-        store.pause("held")
-        job = store.get("nightly")
-        now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
-        with store.engine.begin() as conn:
-            conn.execute(
-                insert(schema.run).values(
-                    job_id=job.id,
-                    job_name=job.name,
-                    owner=job.owner,
-                    scheduled_for=now,
-                    started=now,
-                    finished=now,
-                    duration=0.0,
-                    outcome="failed",
-                    error="it went wrong",
-                    runner="r1",
-                    skipped=0,
-                    manual=False,
-                )
-            )
-            conn.execute(
-                insert(schema.runner).values(
-                    id="r1", name="r1", host="h", pid=1, threads=1, started=now, heartbeat=now
-                )
-            )
-    finally:
-        store.close()
-
-
-_engines: dict[str, Any] = {}
-
-
-def _engine(url: str) -> Any:
-    if url not in _engines:
-        _engines[url] = make_engine(url)
-    return _engines[url]
-
-
-def _forget(url: str) -> None:
-    engine = _engines.pop(url, None)
-    if engine is not None:
-        engine.dispose()
-
-
-def dump(url: str) -> dict[str, list[tuple[Any, ...]]]:
-    with _engine(url).connect() as conn:
-        return {
-            t.name: [tuple(r) for r in conn.execute(select(t).order_by(*t.primary_key.columns))]
-            for t in schema.metadata.sorted_tables
-        }
-
-
-def check_consistent(url: str) -> None:
-    """Every job row's status is what its state columns say."""
-    with _engine(url).connect() as conn:
-        for row in conn.execute(select(schema.job)):
-            assert (
-                row.status
-                == derive_status(
-                    intent=row.intent,
-                    broken=bool(row.broken),
-                    running=bool(row.running),
-                    phase=row.phase,
-                ).value
-            ), row
 
 
 @pytest.fixture(scope="module")
@@ -191,22 +65,6 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("fuzz") / "template.db"
     populate(f"sqlite:///{path}")
     return path
-
-
-class Fresh:
-    """A fresh copy of the template database for each example."""
-
-    def __init__(self, template: Path, work: Path) -> None:
-        self.template = template
-        self.path = work / "fuzz.db"
-
-    def new(self) -> str:
-        _forget(f"sqlite:///{self.path}")
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(f"{self.path}{suffix}")
-        shutil.copyfile(self.template, self.path)
-        return f"sqlite:///{self.path}"
 
 
 @pytest.fixture
@@ -220,44 +78,6 @@ def _no_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     monkeypatch.delenv("JOBTUI_DEBUG", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     yield
-
-
-def cli(url: str, *args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["--db", url, *args])
-    return code, out.getvalue(), err.getvalue()
-
-
-def refused(result: tuple[int, str, str], before: dict[str, Any], url: str) -> str:
-    """Assert a clean refusal (exit 2, one line, nothing changed); return the message."""
-    code, out, err = result
-    assert code == 2, (code, out, err)
-    assert out == "", out
-    assert "Traceback" not in err
-    lines = err.split("\n")
-    assert len(lines) == 2 and lines[1] == "", err  # exactly one line
-    assert lines[0].startswith("jobtui: error: "), err
-    assert "\x00" not in err and "\x1b" not in err.replace("\\x1b", ""), err
-    assert dump(url) == before
-    return lines[0]
-
-
-_template_dumps: dict[str, Any] = {}
-
-
-def run_case(url: str, *args: str) -> tuple[tuple[int, str, str], dict[str, Any]]:
-    if url.endswith("/fuzz.db"):  # a fresh copy of the template: its content is known
-        before = _template_dumps.get("t") or _template_dumps.setdefault("t", dump(url))
-    else:
-        before = dump(url)
-    return cli(url, *args), before
-
-
-def show(url: str, name: str) -> dict[str, Any]:
-    code, out, err = cli(url, "show", name, "--json")
-    assert code == 0, err
-    return json.loads(out)  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------- names
@@ -340,53 +160,6 @@ def test_fuzz_action_names_and_arguments(fresh: Fresh, action: str, args: list[s
 # ---------------------------------------------------------------------- schedules
 
 
-def every_value() -> st.SearchStrategy[str]:
-    return st.one_of(
-        st.sampled_from(
-            [
-                "0",
-                "0.1",
-                "0.09999999",
-                "0.1000001",
-                "-0",
-                "-1",
-                "nan",
-                "NaN",
-                "inf",
-                "-inf",
-                "1e400",
-                "1e-400",
-                str(MAX_EVERY),
-                str(MAX_EVERY + 1),
-                "3e9",
-                " 5 ",
-                "5s",
-                "5,5",
-                "0x10",
-                "1_000",
-                "١٢",
-                "True",
-                "",
-                "60; DROP",
-            ]
-        ),
-        st.floats(allow_nan=True, allow_infinity=True).map(repr),
-        st.integers(min_value=-10, max_value=10**12).map(str),
-        nasty_text(20),
-    )
-
-
-def as_every(text: str) -> float | None:
-    """The documented rule: a number of seconds from 0.1 to MAX_EVERY."""
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    if not math.isfinite(value) or not MIN_EVERY <= value <= MAX_EVERY:
-        return None
-    return value
-
-
 @FUZZ
 @given(value=every_value())
 def test_fuzz_every(fresh: Fresh, value: str) -> None:
@@ -400,64 +173,10 @@ def test_fuzz_every(fresh: Fresh, value: str) -> None:
     assert "invalid --every" in refused(result, before, url)
 
 
-CRON_FIELD = st.one_of(
-    st.sampled_from(
-        [
-            "*",
-            "*/5",
-            "0",
-            "59",
-            "60",
-            "61",
-            "-1",
-            "1-5",
-            "5-1",
-            "1,2,3",
-            "*/0",
-            "L",
-            "W",
-            "15W",
-            "5#3",
-            "MON-FRI",
-            "jan",
-            "?",
-            "H",
-            "R",
-            "1/0",
-            "99999999999",
-            "",
-            "`",
-            ";",
-            "'",
-            "\x00",
-            "*;",
-            "１",
-        ]
-    ),
-    st.integers(min_value=-5, max_value=100).map(str),
-)
-
-
 @FUZZ
 @given(
     fields=st.lists(CRON_FIELD, min_size=0, max_size=7),
-    tz=st.one_of(
-        st.none(),
-        st.sampled_from(
-            [
-                "UTC",
-                "Europe/Paris",
-                "Mars/Base",
-                "../etc",
-                "/etc/localtime",
-                "",
-                "utc",
-                "Etc/GMT+14",
-                "x" * 70,
-                "Europe/Paris\x00",
-            ]
-        ),
-    ),
+    tz=st.one_of(st.none(), TZ),
 )
 def test_fuzz_cron(fresh: Fresh, fields: list[str], tz: str | None) -> None:
     url = fresh.new()
@@ -475,39 +194,6 @@ def test_fuzz_cron(fresh: Fresh, fields: list[str], tz: str | None) -> None:
     assert "cron" in message or "time zone" in message, message
 
 
-EXPR = st.one_of(
-    st.sampled_from(
-        [
-            "datetime(NOW(), '+1 day')",
-            "datetime(NOW(), '+1 hour')",
-            "NOW()",
-            "datetime(NOW(), '-1 day')",
-            "NULL",
-            "'2999-01-01 00:00:00'",
-            "'not a date'",
-            "42",
-            "NOW() + INTERVAL 1 DAY",
-            "datetime(NOW(), '+1 day'); DELETE FROM jobtui_job",
-            "datetime(NOW(), '+1 day') -- comment",
-            "datetime(NOW(), '+1 day') /* x */",
-            "(SELECT MAX(next_run) FROM jobtui_job)",
-            "(SELECT name FROM sqlite_master)",
-            "load_extension('x')",
-            "randomblob(1000000000)",
-            "datetime(NOW(), '+' || (SELECT COUNT(*) FROM jobtui_run) || ' day')",
-            "datetime(NOW(), '+1 day'",
-            "datetime(NOW(), '+1 day'))",
-            "",
-            "\x00",
-            "x" * 1001,
-            "datetime(NOW(), '+1 day')\x00",
-            "datetime(NOW(), '+10000 years')",
-        ]
-    ),
-    nasty_text(60),
-)
-
-
 @FUZZ
 @given(expr=EXPR)
 def test_fuzz_expr(fresh: Fresh, expr: str) -> None:
@@ -522,40 +208,6 @@ def test_fuzz_expr(fresh: Fresh, expr: str) -> None:
         return
     message = refused(result, before, url)
     assert "--expr" in message or "not valid Unicode" in message, message
-
-
-WHEN = st.one_of(
-    st.sampled_from(
-        [
-            "2030-01-01",
-            "2030-01-01T00:00:00",
-            "2030-01-01T00:00:00+01:00",
-            "2030-01-01T00:00:00+25:00",
-            "2030-02-30",
-            "0001-01-01",
-            "1970-01-01",
-            "1971-01-02",
-            "9998-12-31T23:59:59",
-            "9999-12-31",
-            "10000-01-01",
-            "2030-01-01T24:00:00",
-            "2030-13-01",
-            "tomorrow",
-            "now",
-            "",
-            "  2030-01-01  ",
-            "2030-01-01T00:00:00Z",
-            "2030-W01",
-            "2030-001",
-            "1e9",
-            "２０３０-01-01",
-        ]
-    ),
-    st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)).map(
-        lambda d: d.isoformat()
-    ),
-    nasty_text(30),
-)
 
 
 @FUZZ
@@ -583,42 +235,6 @@ def test_fuzz_windows(fresh: Fresh, start: str | None, finish: str | None, kind:
 
 
 # ---------------------------------------------------------------------- numbers
-
-
-def whole(text: str, low: int, high: int) -> int | None:
-    try:
-        value = int(text)
-    except ValueError:
-        return None
-    return value if low <= value <= high else None
-
-
-NUMBER = st.one_of(
-    st.sampled_from(
-        [
-            "0",
-            "1",
-            "-1",
-            "-0",
-            "+1",
-            "1.0",
-            "1.5",
-            "1e3",
-            "nan",
-            "inf",
-            "",
-            " ",
-            "0x1",
-            "1_0",
-            "١",
-            "99999999999999999999999",
-            "True",
-            "--1",
-            "1 2",
-        ]
-    ),
-    st.integers(min_value=-(10**7), max_value=10**9).map(str),
-)
 
 
 @FUZZ
