@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -39,6 +39,18 @@ VALUE_HINT = {
     "expr": "SQL date expression, e.g. NOW() + INTERVAL 1 DAY",
     "once": "(no value: runs once at start, or now)",
 }
+# The text inputs, by id: what ``read_form`` reads.
+FIELDS = (
+    "name",
+    "target",
+    "args",
+    "schedule-value",
+    "tz",
+    "start",
+    "finish",
+    "description",
+    "max-failures",
+)
 TARGET_HINT = {
     "sql": "one SQL statement",
     "action": "registered action name, e.g. demo.sleep",
@@ -275,32 +287,10 @@ class EditScreen(ModalScreen[JobForm | None]):
 
     def build(self) -> JobForm:
         """The form's job definition, or InvalidInput naming the first problem."""
-        name = check_job_name(self._value("name").strip())
-        what = What(
-            self._select("what-kind"),  # type: ignore[arg-type]
-            self._value("target").strip(),
-            _split_args(self._value("args")),
-        )
-        kind = self._select("schedule-kind")
-        value = self._value("schedule-value").strip()
-        tz = self._value("tz").strip() or None
-        start_text = self._value("start").strip()
-        finish_text = self._value("finish").strip()
-        schedule = make_schedule(
-            kind,
-            every=value or None if kind == "every" else None,
-            cron=value or None if kind == "cron" else None,
-            expr=value or None if kind == "expr" else None,
-            tz=tz,
-            start=parse_when(start_text, "start") if start_text else None,
-            finish=parse_when(finish_text, "finish") if finish_text else None,
-        )
-        return JobForm(
-            name=name,
-            what=what,
-            schedule=schedule,
-            description=check_description(self._value("description")),
-            max_failures=check_max_failures(self._value("max-failures").strip()),
+        return read_form(
+            {field: self._value(field) for field in FIELDS},
+            what_kind=self.what_kind,
+            schedule_kind=self.schedule_kind,
         )
 
     # ------------------------------------------------------------------ validation as you type
@@ -396,6 +386,37 @@ class EditScreen(ModalScreen[JobForm | None]):
     def action_cancel(self) -> None:
         """Close without saving."""
         self.dismiss(None)
+
+
+def read_form(fields: Mapping[str, str], *, what_kind: str, schedule_kind: str) -> JobForm:
+    """A job definition from the form's text (``FIELDS``), or InvalidInput naming the problem.
+
+    The rules are the core's, as on the command line; surrounding spaces are
+    trimmed except in the description. Only the checks that need the database
+    (SQL, procedures, expressions) are left to ``EditScreen.check``.
+    """
+    name = check_job_name(fields["name"].strip())
+    what = What(what_kind, fields["target"].strip(), _split_args(fields["args"]))  # type: ignore[arg-type]
+    value = fields["schedule-value"].strip()
+    tz = fields["tz"].strip() or None
+    start_text = fields["start"].strip()
+    finish_text = fields["finish"].strip()
+    schedule = make_schedule(
+        schedule_kind,
+        every=value or None if schedule_kind == "every" else None,
+        cron=value or None if schedule_kind == "cron" else None,
+        expr=value or None if schedule_kind == "expr" else None,
+        tz=tz,
+        start=parse_when(start_text, "start") if start_text else None,
+        finish=parse_when(finish_text, "finish") if finish_text else None,
+    )
+    return JobForm(
+        name=name,
+        what=what,
+        schedule=schedule,
+        description=check_description(fields["description"]),
+        max_failures=check_max_failures(fields["max-failures"].strip()),
+    )
 
 
 def _row(label: str, widget: Any) -> ComposeResult:
