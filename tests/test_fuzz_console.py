@@ -267,6 +267,7 @@ async def _fill_and_save(url: str, cases_: list[Case]) -> None:
                 await app.workers.wait_for_complete()
                 await pilot.pause()
                 verdict = _error_text(form)
+                assert "\x00" not in verdict and "\x1b" not in verdict, verdict
                 save = form.query_one("#save", Button)
                 await pilot.press("ctrl+s")
                 await pilot.pause()
