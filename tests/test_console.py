@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import insert, select, update
 from textual.widgets import Button, Input, Select
-from textual.worker import WorkerCancelled
+from textual.worker import WorkerCancelled, WorkerState
 
 from jobtui.console.app import JobtuiApp, css_paths, make_app
 from jobtui.console.demo import create_demo
@@ -24,11 +25,14 @@ from jobtui.console.screens.edit import EditScreen
 from jobtui.console.screens.help import HelpScreen
 from jobtui.console.screens.main import MainScreen
 from jobtui.console.screens.runlog import RunLogScreen
+from jobtui.core import schema
 from jobtui.core.model import Intent, Outcome, Status, What
 from jobtui.core.schedules import make_schedule
 from jobtui.core.store import JobStore, open_store
+from jobtui.core.timeutil import to_db, utcnow
 
 SIZE = (110, 32)
+BUSY = (WorkerState.PENDING, WorkerState.RUNNING)
 
 
 def seed(store: JobStore) -> None:
@@ -39,15 +43,25 @@ def seed(store: JobStore) -> None:
     store.submit("gamma", What("action", "demo.noop"), make_schedule("every", every=60))
 
 
-async def settle(app: JobtuiApp, pilot: Any, rounds: int = 2) -> None:
-    """Let workers finish and their messages be handled."""
+async def settle(app: JobtuiApp, pilot: Any, rounds: int = 2, timeout: float = 30.0) -> None:
+    """Let workers finish and their messages be handled.
+
+    Loops until no worker is pending or running: under load an exclusive
+    refresh can be cancelled (replaced by a newer one) while it is awaited,
+    and the newer one must be waited for too.
+    """
+    deadline = time.monotonic() + timeout
     for _ in range(rounds):
-        try:
-            await app.workers.wait_for_complete()
-        except WorkerCancelled:  # an exclusive refresh replaced by a newer one: wait again
+        while True:
+            try:
+                await app.workers.wait_for_complete()
+            except WorkerCancelled:  # an exclusive refresh replaced by a newer one
+                pass
             await pilot.pause()
-            await app.workers.wait_for_complete()
-        await pilot.pause()
+            if not any(w.state in BUSY for w in app.workers):
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"workers still busy after {timeout:g} s: {list(app.workers)}")
 
 
 async def wait_for(pilot: Any, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -270,6 +284,113 @@ async def test_refresh_shows_changes_made_elsewhere_and_keeps_the_cursor(
         await wait_for(pilot, lambda: "beta" not in row_texts(app))
         assert table_of(app).current_job().name == "gamma"
     other.close()
+
+
+def many_jobs(store: JobStore, count: int) -> None:
+    """Jobs job_0000 .. (every 60 s): one submitted through the store, copied in one INSERT."""
+    store.submit("job_0000", What("sql", "SELECT 1"), make_schedule("every", every=60))
+    with store.write() as conn:
+        row = conn.execute(select(schema.job)).one()._mapping
+        shape = {k: v for k, v in row.items() if k != "id"}
+        conn.execute(
+            insert(schema.job), [dict(shape, name=f"job_{i:04d}") for i in range(1, count)]
+        )
+
+
+def pause_many(store: JobStore, names: list[str]) -> None:
+    """Pause jobs in one UPDATE, as another process would."""
+    with store.write() as conn:
+        conn.execute(
+            update(schema.job)
+            .where(schema.job.c.name.in_(names))
+            .values(intent="PAUSED", status="PAUSED", updated=to_db(utcnow()))
+        )
+
+
+def painted(app: JobtuiApp) -> list[str]:
+    """The job table's lines as it draws them now (the header first)."""
+    table = table_of(app)
+    return [table.render_line(y).text for y in range(table.size.height)]
+
+
+def painted_row(app: JobtuiApp, name: str) -> str:
+    return next(line for line in painted(app) if f" {name} " in line)
+
+
+async def test_a_refresh_changing_1000_rows_keeps_the_cursor_and_repaints_them(
+    sqlite_url: str,
+) -> None:
+    store = open_store(sqlite_url)
+    many_jobs(store, 1200)
+    async with console(sqlite_url, refresh=0.1) as (app, pilot, _store):
+        table = table_of(app)
+        await wait_for(pilot, lambda: table.row_count == 1200)
+        assert "ENABLED" in painted_row(app, "job_0001")  # drawn once at the top
+        await select_row(app, pilot, "job_0500")  # scrolls job_0001 off screen
+        index = table.cursor_row
+        assert "ENABLED" in painted_row(app, "job_0500")
+        pause_many(store, [f"job_{i:04d}" for i in range(1000)])
+        await wait_for(pilot, lambda: table.counts[Status.PAUSED] == 1000)
+        await pilot.pause()
+        assert table.current_job().name == "job_0500"
+        assert table.cursor_row == index
+        assert "PAUSED" in painted_row(app, "job_0500")  # on screen: repainted
+        table.scroll_home(animate=False)
+        await pilot.pause()
+        assert "PAUSED" in painted_row(app, "job_0001")  # drawn before the change: not stale
+        status = str(app.main_screen.query_one("#status").render())
+        assert "1000 paused" in status and "200 enabled" in status
+    store.close()
+
+
+async def test_a_change_to_the_sort_column_re_sorts_and_keeps_the_cursor(
+    sqlite_url: str,
+) -> None:
+    seed(open_store(sqlite_url))
+    other = open_store(sqlite_url)
+    async with console(sqlite_url, refresh=0.1) as (app, pilot, _store):
+        table = table_of(app)
+        await pilot.press("s")  # by status: ENABLED before PAUSED, then by name
+        await pilot.pause()
+        assert [j.name for j in table.visible_jobs()] == ["alpha", "gamma", "beta"]
+        await select_row(app, pilot, "gamma")
+        other.pause("alpha")
+        await wait_for(
+            pilot, lambda: [j.name for j in table.visible_jobs()] == ["gamma", "alpha", "beta"]
+        )
+        assert table.current_job().name == "gamma"
+        assert "PAUSED" in painted_row(app, "alpha")
+        other.change("beta", owner=other.owner, description="a change that keeps its place")
+        await wait_for(pilot, lambda: table.jobs[other.get("beta").id].description != "")
+        assert [j.name for j in table.visible_jobs()] == ["gamma", "alpha", "beta"]
+    other.close()
+
+
+async def test_a_filtered_table_drops_1000_rows_that_stop_matching_at_once(
+    sqlite_url: str,
+) -> None:
+    store = open_store(sqlite_url)
+    many_jobs(store, 1200)
+    async with console(sqlite_url, refresh=0.1) as (app, pilot, _store):
+        table = table_of(app)
+        await wait_for(pilot, lambda: table.row_count == 1200)
+        await pilot.press("slash", *"enabled", "enter")
+        await pilot.pause()
+        await select_row(app, pilot, "job_1100")
+        pause_many(store, [f"job_{i:04d}" for i in range(1000)])
+        await wait_for(pilot, lambda: table.row_count == 200)
+        assert {j.status for j in table.visible_jobs()} == {Status.ENABLED}
+        assert table.visible_jobs()[0].name == "job_1000"
+        assert table.current_job().name == "job_1100"
+        # the cursor is scrolled into view once the shorter table is laid out
+        await wait_for(pilot, lambda: any(" job_1100 " in line for line in painted(app)))
+        assert "ENABLED" in painted_row(app, "job_1100")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert table.row_count == 1200
+        assert table.current_job().name == "job_1100"
+        assert row_texts(app)["job_0000"]["status"] == "PAUSED"
+    store.close()
 
 
 # ---------------------------------------------------------------------- forms

@@ -20,6 +20,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from jobtui.console.bulk import BULK_ROWS, gc_paused
 from jobtui.console.messages import (
     ActionFailed,
     DatabaseLost,
@@ -184,14 +185,15 @@ class JobtuiApp(App[None]):
 
         The rows' cells are built here too, so the event loop only swaps cells.
         """
-        try:
-            fetched = self.plan.fetch(self.store, step, all_owners=self.all_owners)
-        except JobtuiError as exc:
-            self.plan.reset()
-            self.post_message(DatabaseLost(str(exc)))
-            return
-        self.plan.seen(fetched.changed)
-        changed, prepared = table.prepare(fetched.changed)
+        with gc_paused(step == "full"):
+            try:
+                fetched = self.plan.fetch(self.store, step, all_owners=self.all_owners)
+            except JobtuiError as exc:
+                self.plan.reset()
+                self.post_message(DatabaseLost(str(exc)))
+                return
+            self.plan.seen(fetched.changed)
+            changed, prepared = table.prepare(fetched.changed)
         self.post_message(
             JobsRefreshed(changed, fetched.ids, fetched.runners, fetched.full, prepared)
         )
@@ -210,7 +212,8 @@ class JobtuiApp(App[None]):
         previous = table.jobs
         # A row may have changed on the event loop (an action) since the thread compared.
         changed = [j for j in message.changed if previous.get(j.id) != j]
-        table.apply(changed, message.ids, message.prepared)
+        with gc_paused(len(changed) >= BULK_ROWS):
+            table.apply(changed, message.ids, message.prepared)
         if message.runners is not None:
             self.runners_seen = message.runners
         screen = self.screen

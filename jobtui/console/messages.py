@@ -19,7 +19,7 @@ class JobsRefreshed(Message):
     ids: set[int] | None = None
     runners: list[RunnerInfo] | None = None
     full: bool = False
-    prepared: dict[int, Any] | None = None  # job id -> widgets.job_table.RowCells
+    prepared: Any = None  # widgets.job_cells.Prepared: the changed rows' cells, made in the thread
 
 
 @dataclass

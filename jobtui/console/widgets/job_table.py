@@ -1,4 +1,16 @@
-"""The live job table: rows keyed by job id, updated cell by cell."""
+"""The live job table: rows keyed by job id, updated cell by cell.
+
+Built for 10,000 jobs. The refresh thread turns changed jobs into plain
+``Cell`` tuples (``job_cells``), with the columns' widths and the sort keys;
+the event loop then only compares cells, swaps the ones that differ and
+repaints the changed rows that are on screen. Cells become Rich ``Text`` only
+when painted.
+
+This leans on DataTable internals (``_data``, ``_row_locations``, the render
+caches and ``_compute_row_renderables``): Textual is pinned exactly, and the
+console tests check this version's behaviour (widths, sorting, repaints of
+changed and scrolled-to rows).
+"""
 
 from __future__ import annotations
 
@@ -8,128 +20,33 @@ from datetime import datetime
 from typing import Any
 
 from rich.style import Style
-from rich.text import Text
+from textual._two_way_dict import TwoWayDict
 from textual.binding import Binding
 from textual.color import Color, ColorParseError
+from textual.geometry import Region
 from textual.reactive import reactive
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellKey, ColumnKey, RowDoesNotExist, RowKey
+from textual.widgets._data_table import Row, RowRenderables
+from textual.widgets.data_table import ColumnKey, RowKey
 
-from jobtui.console import formatting as fmt
+from jobtui.console.widgets.job_cells import (
+    COLUMNS,
+    SORT_CYCLE,
+    SORTS,
+    Cell,
+    Prepared,
+    RowCells,
+    column_keys,
+    render,
+    row_cells,
+    widths,
+)
 from jobtui.core.model import Job, Status
 
-_FAR = 1e18  # sorts after every real time stamp
-
-# (key, label) in display order; "owner" only with all_owners.
-COLUMNS = (
-    ("name", "Job"),
-    ("owner", "Owner"),
-    ("status", "Status"),
-    ("next", "Next run"),
-    ("last", "Last run"),
-    ("runner", "Running"),
-    ("duration", "Took"),
-    ("failures", "Fail"),
-    ("cycles", "Runs"),
-    ("schedule", "Schedule"),
-)
-TIME_COLUMNS = ("last", "next", "runner")
-
-STATUS_ORDER = {s: i for i, s in enumerate(Status)}
+__all__ = ["COLUMNS", "SORTS", "SORT_CYCLE", "JobTable", "Prepared"]
 
 
-def _ts(when: datetime | None) -> float:
-    return when.timestamp() if when is not None else _FAR
-
-
-SORTS: dict[str, Callable[[Job], Any]] = {
-    "name": lambda j: (j.name.lower(), j.owner),
-    "status": lambda j: (STATUS_ORDER[j.status], j.name.lower()),
-    "next": lambda j: (_ts(j.next_run), j.name.lower()),
-    "last": lambda j: (-_ts(j.last_cycle_start or j.last_run), j.name.lower()),
-    "failures": lambda j: (-j.failures, j.name.lower()),
-    "duration": lambda j: (-(j.last_duration or 0.0), j.name.lower()),
-    "owner": lambda j: (j.owner, j.name.lower()),
-}
-SORT_CYCLE = ("name", "status", "next", "last", "failures", "duration")
-
-
-class NameCell(Text):
-    """The name cell remembers its job, so sorting can look at the whole job."""
-
-    job_id: int = 0
-
-
-# A cell as plain data: (text, theme variable or "", bold, justify, suffixes). Cheap to
-# build in the refresh thread and to compare; a Text is made only for cells that changed.
-CellSpec = tuple[str, str, bool, str, tuple[tuple[str, str], ...]]
-RowSpec = dict[str, CellSpec]
-_NONE: tuple[tuple[str, str], ...] = ()
-# What the refresh thread hands over per job: its spec, and its cells when the row is new.
-Prepared = tuple[RowSpec, list[Text] | None]
-
-
-def row_spec(job: Job, now: datetime, *, all_owners: bool) -> RowSpec:
-    """A job's row as cell specs (pure: runs in the refresh thread or on the event loop)."""
-    last, outcome = fmt.last_run_text(job, now)
-    suffixes: list[tuple[str, str]] = []
-    if job.broken and job.status is not Status.BROKEN:
-        suffixes.append((" broken", "error"))
-    if job.abort_requested and job.running:
-        suffixes.append((" aborting", "warning"))
-    spec: RowSpec = {"name": (job.name, "", False, "left", _NONE)}
-    if all_owners:
-        spec["owner"] = (job.owner, "", False, "left", _NONE)
-    spec["status"] = (
-        job.status.value,
-        fmt.STATUS_VARIABLE[job.status],
-        job.status in (Status.RUNNING, Status.BROKEN),
-        "left",
-        tuple(suffixes),
-    )
-    spec["next"] = (fmt.next_run_text(job, now), "", False, "left", _NONE)
-    spec["last"] = (last, fmt.OUTCOME_VARIABLE[outcome] if outcome else "", False, "left", _NONE)
-    spec["runner"] = (fmt.runner_text(job, now), "", False, "left", _NONE)
-    spec["duration"] = (fmt.duration(job.last_duration), "", False, "right", _NONE)
-    spec["failures"] = (
-        f"{job.failures}/{job.max_failures}" if job.failures else "0",
-        "error" if job.failures else "",
-        False,
-        "right",
-        _NONE,
-    )
-    spec["cycles"] = (str(job.cycles), "", False, "right", _NONE)
-    spec["schedule"] = (job.schedule.describe(), "", False, "left", _NONE)
-    return spec
-
-
-def time_spec(job: Job, now: datetime) -> RowSpec:
-    """Only the cells that change with the clock (next, last, runner)."""
-    last, outcome = fmt.last_run_text(job, now)
-    return {
-        "next": (fmt.next_run_text(job, now), "", False, "left", _NONE),
-        "last": (last, fmt.OUTCOME_VARIABLE[outcome] if outcome else "", False, "left", _NONE),
-        "runner": (fmt.runner_text(job, now), "", False, "left", _NONE),
-    }
-
-
-def render_cell(column: str, spec: CellSpec, styles: dict[str, Style], job_id: int) -> Text:
-    """The Text shown for one cell spec."""
-    plain, variable, bold, justify, suffixes = spec
-    style: Style | str = styles.get(variable, "") if variable else ""
-    if bold:
-        style = Style.combine([style, Style(bold=True)]) if isinstance(style, Style) else "bold"
-    if column == "name":
-        cell: Text = NameCell(plain, style=style, no_wrap=True)
-        cell.job_id = job_id  # type: ignore[attr-defined]
-    else:
-        cell = Text(plain, style=style, justify=justify)  # type: ignore[arg-type]
-    for text, suffix_variable in suffixes:
-        cell.append(text, style=styles.get(suffix_variable, ""))
-    return cell
-
-
-class JobTable(DataTable[Text]):
+class JobTable(DataTable[Cell]):
     """Every job as one row, refreshed in place so cursor, scroll and sort survive."""
 
     BINDINGS = [
@@ -155,123 +72,124 @@ class JobTable(DataTable[Text]):
         self.jobs: dict[int, Job] = {}
         self.counts: Counter[Status] = Counter()  # kept up to date by apply/remove
         self._running_ids: set[int] = set()
-        self._shown: dict[int, RowSpec] = {}
+        self._cells: dict[int, RowCells] = {}  # every job's latest cells, shown or filtered out
+        self._keys: dict[int, RowKey] = {}  # shown job id -> its row key
+        self._sort_keys: dict[int, Any] = {}  # shown job id -> its key for sort_by
+        self._column_keys = tuple(ColumnKey(k) for k in column_keys(all_owners))
+        self._name_column = ColumnKey("name")
         self._styles: dict[str, Style] = {}
-        self._column_objects: dict[str, Any] = {}
-        self._dirty_cells = False
+        self._swapped: set[RowKey] = set()  # rows whose cells changed since the last repaint
+        self._swapped_cells: set[tuple[RowKey, ColumnKey]] = set()  # and those cells
+        self._widened = False
 
     def on_mount(self) -> None:
-        for key, label in COLUMNS:
-            if key == "owner" and not self.all_owners:
-                continue
-            column_key = self.add_column(label, key=key)
-            self._column_objects[key] = self.columns[column_key]
+        labels = dict(COLUMNS)
+        for key in self._column_keys:
+            self.add_column(labels[key.value], key=key.value)
         self._load_styles()
         self.app.theme_changed_signal.subscribe(self, self._on_theme_changed)
 
     # ------------------------------------------------------------------ data in
 
-    def prepare(self, jobs: Iterable[Job]) -> tuple[list[Job], dict[int, Prepared]]:
-        """In the refresh thread: drop rows equal to what is shown, describe the others.
+    def prepare(self, jobs: Iterable[Job]) -> tuple[list[Job], Prepared]:
+        """In the refresh thread: drop jobs equal to what is shown, make the others' cells.
 
-        Rows not on screen yet also get their cells rendered here (the first
-        load of a big table), so the event loop is left with comparing cell
-        specs, rendering the few cells that differ, and adding rows.
+        Also the widest cell per column and the sort keys, so that adding
+        10,000 rows leaves the event loop nothing to measure or compute.
         """
         known = self.jobs
-        shown = self._shown
         changed = [job for job in jobs if known.get(job.id) != job]
         now = self.clock()
-        styles = dict(self._styles)
-        prepared: dict[int, Prepared] = {}
-        for job in changed:
-            spec = row_spec(job, now, all_owners=self.all_owners)
-            cells = None
-            if job.id not in shown:
-                cells = [render_cell(c, cell, styles, job.id) for c, cell in spec.items()]
-            prepared[job.id] = (spec, cells)
-        return changed, prepared
+        all_owners = self.all_owners
+        rows = {job.id: row_cells(job, now, all_owners=all_owners) for job in changed}
+        sort_by = self.sort_by
+        sort_fn = SORTS[sort_by]
+        return changed, Prepared(
+            rows=rows,
+            widths=widths(rows.values(), len(self._column_keys)),
+            sort_by=sort_by,
+            sort_keys={job.id: sort_fn(job) for job in changed},
+        )
 
     def apply(
         self,
         changed: Iterable[Job],
         ids: set[int] | None = None,
-        prepared: dict[int, Prepared] | None = None,
+        prepared: Prepared | None = None,
     ) -> None:
         """Apply a refresh: changed rows in place, removed ids out, new rows in."""
-        now = self.clock()
-        resort = False
+        ready = prepared.rows if prepared is not None else {}
+        keys_ready = (
+            prepared.sort_keys if prepared is not None and prepared.sort_by == self.sort_by else {}
+        )
         sort_fn = SORTS[self.sort_by]
-        prepared = prepared or {}
+        needle = self.filter_text.strip().lower()
+        now: datetime | None = None
+        added: list[int] = []
+        gone: list[int] = []
+        resort = False
         for job in changed:
-            old = self.jobs.get(job.id)
-            if ids is not None and job.id not in ids:
+            job_id = job.id
+            if ids is not None and job_id not in ids:
                 continue
-            self._track(old, job)
-            self.jobs[job.id] = job
-            visible = self._matches(job)
-            if job.id in self._shown:
+            self._track(self.jobs.get(job_id), job)
+            self.jobs[job_id] = job
+            cells = ready.get(job_id)
+            if cells is None:
+                now = now or self.clock()
+                cells = row_cells(job, now, all_owners=self.all_owners)
+            self._cells[job_id] = cells
+            visible = self._matches(job, needle)
+            row_key = self._keys.get(job_id)
+            if row_key is not None:
                 if not visible:
-                    self._remove_row(job.id)
+                    gone.append(job_id)
                     continue
-                ready = prepared.get(job.id)
-                self._update_row(job.id, ready[0] if ready else self._build(job, now))
-                if old is None or sort_fn(old) != sort_fn(job):
+                self._swap(row_key, cells)
+                sort_key = keys_ready[job_id] if job_id in keys_ready else sort_fn(job)
+                if self._sort_keys.get(job_id) != sort_key:
+                    self._sort_keys[job_id] = sort_key
                     resort = True
             elif visible:
-                ready = prepared.get(job.id)
-                if ready is None:
-                    self._add_row(job.id, self._build(job, now))
-                else:
-                    self._add_row(job.id, ready[0], ready[1])
-                resort = True
+                added.append(job_id)
         if ids is not None:
             for job_id in [i for i in self.jobs if i not in ids]:
-                self.remove_job(job_id)
+                self._track(self.jobs.pop(job_id), None)
+                self._cells.pop(job_id, None)
+                if job_id in self._keys:
+                    gone.append(job_id)
+        if gone:
+            self._remove_rows(gone)
+        if added:
+            all_ready = prepared is not None and len(added) == len(ready)
+            self._append_rows(added, prepared.widths if all_ready else None, keys_ready)
+            resort = True
         self._flush()
         if resort:
             self._sort()
 
     def remove_job(self, job_id: int) -> None:
         self._track(self.jobs.pop(job_id, None), None)
-        if job_id in self._shown:
-            self._remove_row(job_id)
+        self._cells.pop(job_id, None)
+        if job_id in self._keys:
+            self._remove_rows([job_id])
 
     def tick(self) -> None:
         """Advance the time columns (ages, countdowns, elapsed) of visible and running rows."""
         now = self.clock()
         targets = set(self._running_ids)
         top = int(self.scroll_y)
-        rows = self.ordered_rows
-        for row in rows[top : top + self.size.height + 1]:
+        for row in self.ordered_rows[top : top + self.size.height + 1]:
             if row.key.value is not None:
                 targets.add(int(row.key.value))
         for job_id in targets:
             job = self.jobs.get(job_id)
-            if job is not None and job_id in self._shown:
-                self._update_row(job_id, time_spec(job, now))
+            row_key = self._keys.get(job_id)
+            if job is not None and row_key is not None:
+                cells = row_cells(job, now, all_owners=self.all_owners)
+                self._cells[job_id] = cells
+                self._swap(row_key, cells)
         self._flush()
-
-    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
-        """Widen columns for new rows by ``Text.cell_len``, then let DataTable size itself.
-
-        DataTable measures every new cell through rich's console measure (which
-        asks the terminal for its size three times per cell): seconds of
-        event-loop time for a 10,000-job table. Every cell here is a one-line
-        Text, whose width is its ``cell_len``. (Textual is pinned exactly, so
-        this override of a private hook is checked by the tests of this version.)
-        """
-        columns = list(self.columns.items())
-        data = self._data
-        for row_key in new_rows:
-            cells = data.get(row_key)
-            if cells is None:  # removed before the table went idle
-                continue
-            for key, column in columns:
-                cell = cells.get(key)
-                if cell is not None and cell.cell_len > column.content_width:
-                    column.content_width = cell.cell_len
-        super()._update_dimensions(())
 
     # ------------------------------------------------------------------ reading
 
@@ -290,16 +208,18 @@ class JobTable(DataTable[Text]):
         return [self.jobs[int(r.key.value)] for r in self.ordered_rows if r.key.value is not None]
 
     def select_job(self, job_id: int) -> None:
-        try:
-            index = self.get_row_index(str(job_id))
-        except RowDoesNotExist:
-            return
-        self.move_cursor(row=index)
+        row_key = self._keys.get(job_id)
+        index = self._row_locations.get(row_key) if row_key is not None else None
+        if index is not None:
+            self.move_cursor(row=index)
 
     # ------------------------------------------------------------------ watchers
 
     def watch_sort_by(self) -> None:
         if self.is_mounted:
+            sort_fn = SORTS[self.sort_by]
+            jobs = self.jobs
+            self._sort_keys = {job_id: sort_fn(jobs[job_id]) for job_id in self._keys}
             self._sort()
 
     def watch_filter_text(self) -> None:
@@ -314,10 +234,40 @@ class JobTable(DataTable[Text]):
         self.sort_by = SORT_CYCLE[(index + 1) % len(SORT_CYCLE)]
         self.notify(f"sorted by {self.sort_by}", timeout=2)
 
+    # ------------------------------------------------------------------ painting
+
+    def _compute_row_renderables(self, row_index: int) -> RowRenderables:
+        """A row's Texts, made now that it is painted (the header row: DataTable's own)."""
+        if row_index < 0:
+            return super()._compute_row_renderables(row_index)
+        row_key = self._row_locations.get_key(row_index)
+        cells = self._data.get(row_key) if row_key is not None else None
+        if cells is None:
+            return RowRenderables(None, [])
+        styles = self._styles
+        name = self._name_column
+        return RowRenderables(
+            None,
+            [
+                render(cells[column.key], styles, name=column.key == name)
+                for column in self.ordered_columns
+            ],
+        )
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """Only the virtual size: column widths are kept current by ``apply`` and ``tick``.
+
+        DataTable would measure every cell of every new row through Rich
+        (seconds for a 10,000-job table); the widths here come with the cells.
+        """
+        super()._update_dimensions(())
+
     # ------------------------------------------------------------------ internals
 
-    def _matches(self, job: Job) -> bool:
-        needle = self.filter_text.strip().lower()
+    def _matches(self, job: Job, needle: str | None = None) -> bool:
+        """Whether the filter lets ``job`` through (``needle``: the filter, if already read)."""
+        if needle is None:
+            needle = self.filter_text.strip().lower()
         if not needle:
             return True
         return (
@@ -336,73 +286,158 @@ class JobTable(DataTable[Text]):
             if new.running:
                 self._running_ids.add(new.id)
 
-    def _build(self, job: Job, now: datetime) -> RowSpec:
-        return row_spec(job, now, all_owners=self.all_owners)
-
-    def _add_row(self, job_id: int, row: RowSpec, cells: list[Text] | None = None) -> None:
-        if cells is None:
-            styles = self._styles
-            cells = [render_cell(column, spec, styles, job_id) for column, spec in row.items()]
-        self.add_row(*cells, key=str(job_id))
-        self._shown[job_id] = dict(row)
-
-    def _update_row(self, job_id: int, row: RowSpec) -> None:
-        """Swap the cells whose spec changed; the caller refreshes once (``_flush``)."""
-        shown = self._shown[job_id]
-        columns = self._column_objects
-        styles = self._styles
-        data: dict[ColumnKey, Text] | None = None
-        row_key = RowKey(str(job_id))
-        for column, spec in row.items():
-            if shown.get(column) != spec:
-                shown[column] = spec
-                cell = render_cell(column, spec, styles, job_id)
-                if data is None:
-                    data = self._data[row_key]
-                column_key = ColumnKey(column)
+    def _swap(self, row_key: RowKey, cells: RowCells) -> None:
+        """Put the cells that differ into the row; ``_flush`` repaints once for all rows."""
+        data = self._data[row_key]
+        swapped = False
+        for column_key, cell in zip(self._column_keys, cells, strict=True):
+            if data[column_key] != cell:
                 data[column_key] = cell
-                # Only a wider cell re-measures its column: a narrower one would make
-                # DataTable re-measure every cell of the column (quadratic at 10,000 rows).
-                if cell.cell_len > columns[column].content_width:
-                    self._updated_cells.add(CellKey(row_key, column_key))
-                    self._require_update_dimensions = True
-                self._dirty_cells = True
+                column = self.columns[column_key]
+                # Widths only grow: shrinking would mean measuring the whole column.
+                if cell.width > column.content_width:
+                    column.content_width = cell.width
+                    self._widened = True
+                self._swapped_cells.add((row_key, column_key))
+                swapped = True
+        if swapped:
+            self._swapped.add(row_key)
+
+    def _append_rows(
+        self, job_ids: list[int], column_widths: list[int] | None, sort_keys: dict[int, Any]
+    ) -> None:
+        """``DataTable.add_row`` for many rows at once (its per-row work is per call here)."""
+        locations = self._row_locations
+        data = self._data
+        rows = self.rows
+        keys = self._keys
+        column_keys = self._column_keys
+        sort_fn = SORTS[self.sort_by]
+        was_empty = not rows
+        index = len(rows)
+        for job_id in job_ids:
+            row_key = RowKey(str(job_id))
+            keys[job_id] = row_key
+            locations[row_key] = index
+            index += 1
+            data[row_key] = dict(zip(column_keys, self._cells[job_id], strict=True))
+            rows[row_key] = Row(row_key, 1)
+            self._sort_keys[job_id] = (
+                sort_keys[job_id] if job_id in sort_keys else sort_fn(self.jobs[job_id])
+            )
+        if column_widths is None:
+            column_widths = widths((self._cells[i] for i in job_ids), len(column_keys))
+        for column_key, width in zip(column_keys, column_widths, strict=True):
+            column = self.columns[column_key]
+            if width > column.content_width:
+                column.content_width = width
+                self._widened = True
+        self._update_count += 1
+        self._require_update_dimensions = True
+        self.cursor_coordinate = self.cursor_coordinate
+        if was_empty and self.show_cursor and self.cursor_type != "none":
+            self._highlight_cursor()
+        self.check_idle()
+        self.refresh()
+
+    def _remove_rows(self, job_ids: Iterable[int]) -> None:
+        """``DataTable.remove_row`` for many rows at once (it renumbers every row per call).
+
+        The cursor stays on its job when that job is still shown (rows above it going
+        would otherwise move it onto another job).
+        """
+        current = self.current_job()
+        doomed: set[RowKey] = set()
+        for job_id in job_ids:
+            row_key = self._keys.pop(job_id, None)
+            if row_key is None:
+                continue
+            doomed.add(row_key)
+            self._sort_keys.pop(job_id, None)
+            del self.rows[row_key]
+            del self._data[row_key]
+        if not doomed:
+            return
+        locations = self._row_locations
+        order = [locations.get_key(i) for i in range(len(locations))]
+        self._row_locations = TwoWayDict(
+            {key: i for i, key in enumerate(k for k in order if k not in doomed)}
+        )
+        self._swapped -= doomed
+        self._swapped_cells = {c for c in self._swapped_cells if c[0] not in doomed}
+        self._new_rows -= doomed
+        self._updated_cells = {c for c in self._updated_cells if c.row_key not in doomed}
+        self.cursor_coordinate = self.cursor_coordinate
+        self.hover_coordinate = self.hover_coordinate
+        self._update_count += 1
+        self._require_update_dimensions = True
+        self.check_idle()
+        self.refresh(layout=True)
+        if current is not None and current.id in self._keys:
+            self.select_job(current.id)
 
     def _flush(self) -> None:
-        """One refresh for all the cells ``_update_row`` swapped.
+        """Repaint what ``_swap`` changed: only those rows, and only if on screen.
 
-        This is ``DataTable.update_cell`` for many cells at once: update_cell
-        refreshes the widget per cell, which is most of the cost of applying a
-        thousand changed rows.
+        The cell contents changed but not the rows' order or heights, so
+        DataTable's update counter (which every render cache is keyed on, and
+        whose change makes it rebuild its row offsets for all rows) is left
+        alone; the cached renderings of the changed rows are dropped instead.
+        A widened column changes every row's layout: then everything is redrawn.
         """
-        if self._dirty_cells:
-            self._dirty_cells = False
+        if self._widened:
+            self._widened = False
+            self._swapped.clear()
+            self._swapped_cells.clear()
             self._update_count += 1
+            self._require_update_dimensions = True
+            self.check_idle()
             self.refresh()
-
-    def _remove_row(self, job_id: int) -> None:
-        self._shown.pop(job_id, None)
-        try:
-            self.remove_row(str(job_id))
-        except RowDoesNotExist:
-            pass
+            return
+        if not self._swapped:
+            return
+        swapped, self._swapped = self._swapped, set()
+        cells, self._swapped_cells = self._swapped_cells, set()
+        locations = self._row_locations
+        indexes = {locations.get(key) for key in swapped}
+        indexes.discard(None)
+        header = self.header_height if self.show_header else 0
+        lines = {index + header for index in indexes}  # every row is one line high
+        _drop(self._cell_render_cache, lambda k: (k[0], k[1]) in cells)  # (row, column, ...)
+        _drop(self._row_render_cache, lambda k: k[0] in swapped)  # (row key, line in row, ...)
+        _drop(self._row_renderable_cache, lambda k: k[1] in indexes)  # (update count, index)
+        _drop(self._line_cache, lambda k: k[0] in lines)  # (line, ...)
+        top = int(self.scroll_y)
+        bottom = top + self.size.height  # a property that walks the DOM: read it once
+        on_screen = [i for i in indexes if top <= i <= bottom]
+        if on_screen:
+            width = max(self.size.width, self.virtual_size.width)
+            first, last = min(on_screen), max(on_screen)
+            self._refresh_region(Region(0, first + header, width, last - first + 1))
 
     def _sort(self) -> None:
         current = self.current_job()
-        sort_fn = SORTS[self.sort_by]
-        jobs = self.jobs
-        self.sort("name", key=lambda cell: sort_fn(jobs[cell.job_id]))
+        sort_keys = self._sort_keys
+        keys = self._keys
+        order = sorted(sort_keys, key=sort_keys.__getitem__)
+        self._row_locations = TwoWayDict({keys[job_id]: i for i, job_id in enumerate(order)})
+        self._update_count += 1
+        self.refresh()
         if current is not None:
             self.select_job(current.id)
 
     def _rebuild(self) -> None:
+        """Show the rows the filter lets through (their cells are kept for every job)."""
         current = self.current_job()
         self.clear()
-        self._shown.clear()
-        now = self.clock()
-        for job in self.jobs.values():
-            if self._matches(job):
-                self._add_row(job.id, self._build(job, now))
+        self._keys.clear()
+        self._sort_keys.clear()
+        self._swapped.clear()
+        self._swapped_cells.clear()
+        needle = self.filter_text.strip().lower()
+        matching = [job_id for job_id, job in self.jobs.items() if self._matches(job, needle)]
+        if matching:
+            self._append_rows(matching, None, {})
         self._sort()
         if current is not None:
             self.select_job(current.id)
@@ -418,9 +453,15 @@ class JobTable(DataTable[Text]):
                 self._styles[name] = Style(dim=True)
 
     def _on_theme_changed(self, _theme: object) -> None:
+        """Cells name theme variables, not colours: forget every painted row and repaint."""
         self._load_styles()
-        self._shown = {k: {} for k in self._shown}
-        now = self.clock()
-        for job_id in list(self._shown):
-            self._update_row(job_id, self._build(self.jobs[job_id], now))
-        self._flush()
+        self._clear_caches()
+        self._update_count += 1
+        self.refresh()
+
+
+def _drop(cache: Any, match: Callable[[Any], bool]) -> None:
+    """Discard a DataTable render cache's entries whose key matches (Textual's LRUCache
+    offers ``keys()`` but no iteration)."""
+    for key in [k for k in cache.keys() if match(k)]:  # noqa: SIM118
+        cache.discard(key)

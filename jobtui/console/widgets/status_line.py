@@ -15,6 +15,8 @@ from jobtui.core.model import Status
 class StatusLine(Static):
     """One line at the bottom of the main screen, rebuilt from the app's state every tick."""
 
+    _shown: str | None = None  # the markup on screen: an unchanged line is not re-laid out
+
     def show(
         self,
         *,
@@ -38,4 +40,7 @@ class StatusLine(Static):
             if counts.get(s)
         ]
         parts.append(", ".join(by_status) if by_status else "no jobs")
-        self.update(Content.from_markup(" ".join(parts)))
+        markup = " ".join(parts)
+        if markup != self._shown:
+            self._shown = markup
+            self.update(Content.from_markup(markup))
