@@ -138,6 +138,7 @@ class JobTable(DataTable[Cell]):
             if cells is None:
                 now = now or self.clock()
                 cells = row_cells(job, now, all_owners=self.all_owners)
+            shown = self._cells.get(job_id)
             self._cells[job_id] = cells
             visible = self._matches(job, needle)
             row_key = self._keys.get(job_id)
@@ -145,7 +146,7 @@ class JobTable(DataTable[Cell]):
                 if not visible:
                     gone.append(job_id)
                     continue
-                self._swap(row_key, cells)
+                self._swap(row_key, shown, cells)
                 sort_key = keys_ready[job_id] if job_id in keys_ready else sort_fn(job)
                 if self._sort_keys.get(job_id) != sort_key:
                     self._sort_keys[job_id] = sort_key
@@ -187,8 +188,9 @@ class JobTable(DataTable[Cell]):
             row_key = self._keys.get(job_id)
             if job is not None and row_key is not None:
                 cells = row_cells(job, now, all_owners=self.all_owners)
+                shown = self._cells.get(job_id)
                 self._cells[job_id] = cells
-                self._swap(row_key, cells)
+                self._swap(row_key, shown, cells)
         self._flush()
 
     # ------------------------------------------------------------------ reading
@@ -286,12 +288,20 @@ class JobTable(DataTable[Cell]):
             if new.running:
                 self._running_ids.add(new.id)
 
-    def _swap(self, row_key: RowKey, cells: RowCells) -> None:
-        """Put the cells that differ into the row; ``_flush`` repaints once for all rows."""
+    def _swap(self, row_key: RowKey, shown: RowCells | None, cells: RowCells) -> None:
+        """Put the cells that differ from ``shown`` into the row; ``_flush`` repaints once.
+
+        ``shown`` is what the row holds (``_cells`` and ``_data`` agree for shown
+        rows), compared as plain tuples: most cells of a changed row are equal.
+        """
+        if shown == cells:
+            return
         data = self._data[row_key]
         swapped = False
-        for column_key, cell in zip(self._column_keys, cells, strict=True):
-            if data[column_key] != cell:
+        column_keys = self._column_keys
+        for i, cell in enumerate(cells):
+            if shown is None or shown[i] != cell:
+                column_key = column_keys[i]
                 data[column_key] = cell
                 column = self.columns[column_key]
                 # Widths only grow: shrinking would mean measuring the whole column.
