@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import insert, select, update
+from textual.color import Color
 from textual.widgets import Button, Input, Select
 from textual.worker import WorkerCancelled, WorkerState
 
@@ -284,6 +285,24 @@ async def test_refresh_shows_changes_made_elsewhere_and_keeps_the_cursor(
         await wait_for(pilot, lambda: "beta" not in row_texts(app))
         assert table_of(app).current_job().name == "gamma"
     other.close()
+
+
+async def test_a_theme_change_repaints_the_cells_in_its_colours(sqlite_url: str) -> None:
+    seed(open_store(sqlite_url))
+    async with console(sqlite_url) as (app, pilot, _store):
+        table = table_of(app)
+        await select_row(app, pilot, "gamma")  # the cursor row has the cursor's colours
+
+        def status_colour() -> Any:
+            y = painted(app).index(painted_row(app, "alpha"))
+            strip = table.render_line(y)
+            return next(seg.style.color for seg in strip if seg.text.strip() == "ENABLED")
+
+        for theme in ("textual-dark", "nord", "gruvbox"):
+            app.theme = theme
+            await pilot.pause()
+            expected = Color.parse(app.theme_variables["success"]).rich_color
+            assert status_colour() == expected, theme
 
 
 def many_jobs(store: JobStore, count: int) -> None:
