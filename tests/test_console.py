@@ -6,6 +6,7 @@ store; assertions read the database back, not only the screen.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -359,6 +360,9 @@ async def test_a_refresh_changing_1000_rows_keeps_the_cursor_and_repaints_them(
         assert "PAUSED" in painted_row(app, "job_0001")  # drawn before the change: not stale
         status = str(app.main_screen.query_one("#status").render())
         assert "1000 paused" in status and "200 enabled" in status
+        assert gc.get_freeze_count() > 0  # the first big load was frozen (console/bulk.py)
+    assert gc.get_freeze_count() == 0  # and given back to the collector on exit
+    assert gc.isenabled()
     store.close()
 
 

@@ -20,7 +20,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from jobtui.console.bulk import BULK_ROWS, gc_paused
+from jobtui.console.bulk import BULK_ROWS, freeze_when_resumed, gc_paused, thaw
 from jobtui.console.messages import (
     ActionFailed,
     DatabaseLost,
@@ -111,6 +111,7 @@ class JobtuiApp(App[None]):
         self._refreshing = False
         self._quitting = False
         self._last_good: str | None = None
+        self._loaded = False  # the first full load is applied (see jobtui.console.bulk)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -141,6 +142,9 @@ class JobtuiApp(App[None]):
                 self.notify("read-only console: runners are not hosted", severity="warning")
             else:
                 self.start_runners(self.runner_threads)
+
+    def on_unmount(self) -> None:
+        thaw()
 
     def tick(self) -> None:
         """Once a second: advance the clocks on screen and start the next refresh."""
@@ -194,6 +198,8 @@ class JobtuiApp(App[None]):
                 return
             self.plan.seen(fetched.changed)
             changed, prepared = table.prepare(fetched.changed)
+            if step == "full" and not self._loaded and len(changed) >= BULK_ROWS:
+                freeze_when_resumed()  # the first load of a big table: see bulk.py
         self.post_message(
             JobsRefreshed(changed, fetched.ids, fetched.runners, fetched.full, prepared)
         )
@@ -214,6 +220,9 @@ class JobtuiApp(App[None]):
         changed = [j for j in message.changed if previous.get(j.id) != j]
         with gc_paused(len(changed) >= BULK_ROWS):
             table.apply(changed, message.ids, message.prepared)
+            if message.full and not self._loaded and len(changed) >= BULK_ROWS:
+                freeze_when_resumed()
+        self._loaded = self._loaded or message.full
         if message.runners is not None:
             self.runners_seen = message.runners
         screen = self.screen
