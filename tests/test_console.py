@@ -6,6 +6,7 @@ store; assertions read the database back, not only the screen.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import time
 from collections.abc import AsyncIterator, Callable
@@ -72,6 +73,15 @@ async def wait_for(pilot: Any, predicate: Callable[[], bool], timeout: float = 1
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         await pilot.pause(0.05)
+
+
+async def wait_for_thread(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait for a condition that a thread (no app running any more) makes true."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.05)
 
 
 def notices(app: JobtuiApp) -> list[str]:
@@ -361,8 +371,8 @@ async def test_a_refresh_changing_1000_rows_keeps_the_cursor_and_repaints_them(
         status = str(app.main_screen.query_one("#status").render())
         assert "1000 paused" in status and "200 enabled" in status
         assert gc.get_freeze_count() > 0  # the first big load was frozen (console/bulk.py)
-    assert gc.get_freeze_count() == 0  # and given back to the collector on exit
-    assert gc.isenabled()
+    # and given back to the collector on exit (once a refresh thread still running is done)
+    await wait_for_thread(lambda: gc.get_freeze_count() == 0 and gc.isenabled())
     store.close()
 
 

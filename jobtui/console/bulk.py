@@ -65,9 +65,11 @@ def freeze_when_resumed() -> None:
 
 
 def thaw() -> None:
-    """Give what was frozen back to the collector (the app is exiting)."""
-    global _frozen
+    """Give what was frozen back to the collector (the app is exiting); a freeze still
+    pending (a load in a thread that outlives the app) is called off."""
+    global _frozen, _freeze
     with _lock:
+        _freeze = False
         if _frozen:
             _frozen = False
             gc.unfreeze()
