@@ -15,11 +15,12 @@ import json
 import sqlite3
 import threading
 import time
+from collections import namedtuple
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from functools import wraps
+from functools import lru_cache, wraps
 from typing import Any, ParamSpec, TypeVar
 
 from sqlalchemy import (
@@ -474,7 +475,7 @@ class JobStore:
         if not all_owners:
             query = query.where(self._owner_filter(owner))
         with self.read() as conn:
-            return [job_from_row(r) for r in conn.execute(query)]
+            return jobs_from_result(conn.execute(query))
 
     @_db_errors
     def jobs_changed_since(self, since: datetime | None, *, all_owners: bool = True) -> list[Job]:
@@ -485,7 +486,7 @@ class JobStore:
         if not all_owners:
             query = query.where(self._owner_filter(None))
         with self.read() as conn:
-            return [job_from_row(r) for r in conn.execute(query)]
+            return jobs_from_result(conn.execute(query))
 
     @_db_errors
     def job_ids(self, *, all_owners: bool = True) -> set[int]:
@@ -1356,6 +1357,22 @@ def schedule_columns(s: Schedule) -> dict[str, Any]:
         "schedule_start": to_db(s.start),
         "schedule_finish": to_db(s.finish),
     }
+
+
+@lru_cache(maxsize=8)
+def _row_tuple(fields: tuple[str, ...]) -> Any:
+    return namedtuple("JobRow", fields)
+
+
+def jobs_from_result(result: Any) -> list[Job]:
+    """Every row of a job query as a Job.
+
+    A plain named tuple's attributes read several times faster than a
+    SQLAlchemy Row's, which counts at 48 columns by 10,000 rows (the console's
+    first table).
+    """
+    make = _row_tuple(tuple(result.keys()))._make
+    return [job_from_row(make(row)) for row in result]
 
 
 def job_from_row(row: Any) -> Job:
