@@ -28,6 +28,7 @@ from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobtuiError
 from jobtui.core.model import Job, Run, What, check_job_name
 from jobtui.core.store import UNSET, JobStore, RunnerInfo, open_store, translate_db_error
 from jobtui.core.timeutil import aware, iso, parse_when
+from jobtui.core.transitions import halted_reason
 
 PROG = "jobtui"
 DEBUG_VAR = "JOBTUI_DEBUG"
@@ -851,7 +852,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     width = max(len(k) for k, _ in fields)
     for key, value in fields:
         _print(f"{key.ljust(width)}  {_plain(value)}")
-    _print("upcoming (UTC):" if upcoming else "upcoming: none (no further run is scheduled)")
+    halted = halted_reason(intent=job.intent, broken=job.broken, phase=job.phase)
+    _print(
+        "upcoming (UTC):"
+        if upcoming
+        else f"upcoming: none ({halted or 'no further run is scheduled'})"
+    )
     for t in upcoming:
         _print(f"  {_time(t)}")
     return EXIT_OK

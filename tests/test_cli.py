@@ -251,6 +251,23 @@ def test_submit_list_show_json_and_tables(sqlite_url: str, cli_for) -> None:  # 
     assert len(re.findall(r"^  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d$", human, re.MULTILINE)) == 5
 
 
+def test_show_lists_no_next_runs_while_the_schedule_is_halted(sqlite_url: str, cli_for) -> None:  # type: ignore[no-untyped-def]
+    cli = cli_for(sqlite_url)
+    cli("submit", "job", "--sql", "SELECT 1", "--every", "60")
+    assert len(cli.json("show", "job")["upcoming"]) == 5
+    for halt, undo, reason in [
+        ("pause", "resume", "PAUSED: no run starts until resume"),
+        ("disable", "enable", "DISABLED: no run starts until enable"),
+        ("abort", "resume", "ABORTED: no run starts until resume, enable or run-now"),
+        (("broken", "--on"), ("broken", "--off"), "BROKEN: no run starts until broken --off"),
+    ]:
+        cli(*([halt] if isinstance(halt, str) else halt), "job")
+        assert cli.json("show", "job")["upcoming"] == [], halt
+        assert f"upcoming: none ({reason}" in cli("show", "job").stdout, halt
+        cli(*([undo] if isinstance(undo, str) else undo), "job")
+        assert len(cli.json("show", "job")["upcoming"]) == 5, undo
+
+
 def test_change_only_changes_what_is_given(sqlite_url: str, cli_for) -> None:  # type: ignore[no-untyped-def]
     cli = cli_for(sqlite_url)
     cli(

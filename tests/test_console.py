@@ -594,6 +594,14 @@ async def test_details_screen_shows_fields_history_and_takes_action_keys(
         await settle(app, pilot)
         assert store.get("alpha").status is Status.PAUSED
         await wait_for(pilot, lambda: "PAUSED" in str(app.screen.query_one("#fields").render()))
+        # a paused job has no next runs until it is resumed, and the screen says why
+        await wait_for(
+            pilot,
+            lambda: (
+                "none (PAUSED: no run starts until resume)"
+                in str(app.screen.query_one("#upcoming").render())
+            ),
+        )
         await pilot.press("b")
         await settle(app, pilot)
         assert store.get("alpha").broken

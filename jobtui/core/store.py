@@ -64,7 +64,7 @@ from jobtui.core.model import (
 )
 from jobtui.core.schedules import check_schedule, first_run, make_schedule, next_slot, upcoming
 from jobtui.core.timeutil import Clock, aware, from_db, to_db, utcnow
-from jobtui.core.transitions import derive_status
+from jobtui.core.transitions import derive_status, halted_reason
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -939,7 +939,13 @@ class JobStore:
         return _to_datetime(value, expr)
 
     def preview(self, job: Job, n: int = 5) -> list[datetime]:
-        """The next ``n`` run times of a job (the console's preview, ``show``)."""
+        """The next ``n`` run times of a job (the console's preview, ``show``).
+
+        Empty for a job that is paused, disabled, broken, aborted or finished:
+        its schedule starts nothing until an operator acts (``halted_reason``).
+        """
+        if halted_reason(intent=job.intent, broken=job.broken, phase=job.phase):
+            return []
         return self.preview_schedule(
             job.schedule,
             n,

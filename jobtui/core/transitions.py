@@ -59,6 +59,25 @@ def is_due_for_schedule(
     )
 
 
+def halted_reason(*, intent: str, broken: bool, phase: str) -> str | None:
+    """Why no scheduled run will start (None when the schedule is live).
+
+    The same conditions as ``is_due_for_schedule``, worded for an operator who
+    asks for the next runs of a job that has none until someone acts.
+    """
+    if phase == "FINISHED":
+        return "FINISHED: the schedule has no further slot"
+    if intent == Intent.DISABLED:
+        return "DISABLED: no run starts until enable"
+    if intent == Intent.PAUSED:
+        return "PAUSED: no run starts until resume"
+    if broken:
+        return "BROKEN: no run starts until broken --off (or a successful run-now)"
+    if phase == "ABORTED":
+        return "ABORTED: no run starts until resume, enable or run-now"
+    return None
+
+
 def backoff_delay(failures: int) -> timedelta:
     """DBMS_JOB's retry delay after the ``failures``-th failure in a row: 1, 2, 4 ... minutes."""
     if failures <= 0:

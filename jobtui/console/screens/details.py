@@ -20,6 +20,7 @@ from jobtui.console.messages import DetailsLoaded
 from jobtui.console.screens.job_actions import JOB_BINDINGS, JobActions
 from jobtui.core.errors import JobtuiError
 from jobtui.core.model import Job
+from jobtui.core.transitions import halted_reason
 
 HISTORY_LIMIT = 50
 
@@ -143,7 +144,10 @@ class DetailsScreen(JobActions, Screen[None]):
             upcoming.update(Content.from_markup(f"[$error]{escape(message.error)}[/]"))
             return
         lines = ["[b]Next 5 runs[/]"]
-        lines += [f"{fmt.stamp(t)}" for t in message.upcoming] or ["none scheduled"]
+        job = self.job
+        halted = job and halted_reason(intent=job.intent, broken=job.broken, phase=job.phase)
+        none = f"none ({escape(halted)})" if halted else "none scheduled"
+        lines += [f"{fmt.stamp(t)}" for t in message.upcoming] or [none]
         upcoming.update(Content.from_markup("\n".join(lines)))
         table = self.query_one("#history", DataTable)
         cursor = table.cursor_row
