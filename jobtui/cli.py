@@ -186,6 +186,25 @@ STEERING = {
 }
 
 
+def _owner_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--owner",
+        metavar="OWNER",
+        type=_owner_text,
+        help="another owner's job (an admin's; e.g. alice@%%, as `list --all` shows it); "
+        "default: the connecting account's own",
+    )
+
+
+def _owner_text(text: str) -> str:
+    if not text or len(text) > 190 or not text.isprintable():
+        raise argparse.ArgumentTypeError(
+            f"invalid --owner {text!r}: expected an owner as `jobtui list --all` shows it "
+            "(1-190 printable characters, e.g. alice@%)"
+        )
+    return text
+
+
 def _db_option(parser: argparse.ArgumentParser, *, top: bool) -> None:
     # On the verb the default is SUPPRESS so that `jobtui --db X list` keeps X.
     parser.add_argument(
@@ -271,10 +290,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("change", "alter a job: only what is given changes")
     p.add_argument("name", metavar="NAME")
+    _owner_option(p)
     _definition_options(p, change=True)
 
     p = verb("remove", "remove a job (a run in flight is aborted first; its log stays)")
     p.add_argument("name", metavar="NAME")
+    _owner_option(p)
 
     p = verb("list", "list jobs")
     p.add_argument("--all", action="store_true", help="every owner's jobs (DBA_JOBS)")
@@ -282,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("show", "show one job and its next 5 run times")
     p.add_argument("name", metavar="NAME")
+    _owner_option(p)
     _json_option(p, "the job")
 
     p = verb("log", "the run log, latest first")
@@ -299,15 +321,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="only runs with this outcome: running, ok, failed, aborted, skipped, lost",
     )
     p.add_argument("--all", action="store_true", help="every owner's runs")
+    _owner_option(p)
     _json_option(p, "the runs")
 
     for name in STEERING:
         p = verb(name, f"{name} a job" if name != "run-now" else "run a job once, now")
         p.add_argument("name", metavar="NAME")
+        _owner_option(p)
         _json_option(p, "the job")
 
     p = verb("broken", "mark a job broken (--on) or clear it (--off)")
     p.add_argument("name", metavar="NAME")
+    _owner_option(p)
     onoff = p.add_mutually_exclusive_group(required=True)
     onoff.add_argument("--on", action="store_true", help="mark broken: no runs until cleared")
     onoff.add_argument("--off", action="store_true", help="clear broken and reset failures")
@@ -671,12 +696,13 @@ def cmd_change(args: argparse.Namespace) -> int:
     with _store(args) as store:
         if what is None and args.args is not None:
             # --arg alone: new arguments for the procedure or action the job already runs
-            current = store.get(args.name).what
+            current = store.get(args.name, owner=args.owner).what
             if current.kind == "sql":
                 raise InvalidInput("--arg is only accepted with --call or --action, not with --sql")
             what = What(current.kind, current.target, tuple(args.args))
         job = store.change(
             args.name,
+            owner=args.owner,
             what=what,
             kind="once" if kind == "once" else None,
             every=args.every,
@@ -694,7 +720,7 @@ def cmd_change(args: argparse.Namespace) -> int:
 
 def cmd_remove(args: argparse.Namespace) -> int:
     with _store(args) as store:
-        job = store.remove(args.name)
+        job = store.remove(args.name, owner=args.owner)
     _print(f"removed job {job.name} (its run log is kept)")
     return EXIT_OK
 
@@ -721,7 +747,7 @@ def _report_job(args: argparse.Namespace, job: Job, done: str) -> int:
 def cmd_steer(args: argparse.Namespace) -> int:
     method, done = STEERING[args.command]
     with _store(args) as store:
-        job = getattr(store, method)(args.name)
+        job = getattr(store, method)(args.name, owner=args.owner)
         idle = args.command == "run-now" and not any(
             r.alive(store.now(), HEARTBEAT_TIMEOUT) and not r.stopping for r in store.runners()
         )
@@ -745,7 +771,7 @@ def cmd_broken(args: argparse.Namespace) -> int:
     if next_run is not None and args.on:
         raise InvalidInput("--next is only accepted with --off")
     with _store(args) as store:
-        job = store.broken(args.name, bool(args.on), next_run=next_run)
+        job = store.broken(args.name, bool(args.on), next_run=next_run, owner=args.owner)
     if args.json:
         _print_json(job_dict(job))
     elif args.on:
@@ -827,7 +853,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     with _store(args) as store:
-        job = store.get(args.name)
+        job = store.get(args.name, owner=args.owner)
         upcoming = store.preview(job, UPCOMING)
     if args.json:
         data = job_dict(job)
@@ -877,7 +903,13 @@ def cmd_log(args: argparse.Namespace) -> int:
     with _store(args) as store:
         if args.all:
             store.require_all()
-        runs = store.runs(args.name, limit=args.limit, outcome=args.outcome, all_owners=args.all)
+        runs = store.runs(
+            args.name,
+            limit=args.limit,
+            outcome=args.outcome,
+            all_owners=args.all,
+            owner=args.owner,
+        )
     if args.json:
         _print_json([r.to_dict() for r in runs])
         return EXIT_OK

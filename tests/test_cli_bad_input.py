@@ -36,6 +36,16 @@ SQLITE_CASES: list[Any] = [
     pytest.param(["show", "nope"], 2, "unknown job 'nope'", id="unknown-job-show"),
     pytest.param(["change", "nope", *E], 2, "unknown job 'nope'", id="unknown-job-change"),
     pytest.param(["run-now", "nope"], 2, "unknown job 'nope'", id="unknown-job-run-now"),
+    pytest.param(
+        ["pause", "nightly", "--owner", "nobody@%"],
+        2,
+        "unknown job 'nightly' for owner 'nobody@%'",
+        id="unknown-owner",
+    ),
+    pytest.param(["pause", "nightly", "--owner", ""], 2, "invalid --owner ''", id="owner-empty"),
+    pytest.param(
+        ["show", "nightly", "--owner", "a\x1b[2Jb"], 2, "invalid --owner", id="owner-control"
+    ),
     pytest.param(["submit", "x", *S, "--cron", "61 * * * *"], 2, "invalid cron", id="cron-61"),
     pytest.param(["submit", "x", *S, "--cron", "daily"], 2, "expected 5 fields", id="cron-word"),
     pytest.param(["submit", "x", *S, "--every", "0"], 2, "invalid --every '0'", id="every-0"),

@@ -189,6 +189,38 @@ def test_operators_see_and_change_only_their_own_jobs_through_jobtui(
     assert sorted(j["name"] for j in json.loads(out)) == ["b_job", "same", "same"]
 
 
+def test_an_admin_names_another_owners_job_with_owner(
+    server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    alice, bob, adm = (server.url_for(k) for k in ("alice", "bob", "adm"))
+    bob_owner = f"{_name(server, 'bob')}@%"
+    for url in (alice, bob):
+        assert _cli(capsys, url, "submit", "same", "--sql", "SELECT 1", "--every", "60")[0] == 0
+
+    # the admin steers bob's job by naming its owner; alice's job of that name is untouched
+    for args in (["pause"], ["broken", "--on"], ["broken", "--off"], ["change", "--every", "90"]):
+        code, _out, err = _cli(capsys, adm, *args, "same", "--owner", bob_owner)
+        assert code == 0, (args, err)
+    code, out, _ = _cli(capsys, adm, "show", "same", "--owner", bob_owner, "--json")
+    shown = json.loads(out)
+    assert (shown["owner"], shown["status"]) == (bob_owner, "PAUSED")
+    assert shown["schedule"]["every"] == 90.0 and shown["upcoming"] == []
+    code, out, _ = _cli(capsys, alice, "show", "same", "--json")
+    assert json.loads(out)["status"] == "ENABLED"
+    code, out, _ = _cli(capsys, adm, "log", "same", "--owner", bob_owner, "--json")
+    assert code == 0 and json.loads(out) == []
+
+    # an operator naming another owner finds nothing: the database hides bob's rows from alice
+    for args in (["show"], ["pause"], ["resume"], ["remove"]):
+        code, out, err = _cli(capsys, alice, *args, "same", "--owner", bob_owner)
+        assert code == 2 and out == "" and f"unknown job 'same' for owner '{bob_owner}'" in err
+    code, out, _ = _cli(capsys, bob, "show", "same", "--json")
+    assert json.loads(out)["status"] == "PAUSED"
+    assert _cli(capsys, adm, "remove", "same", "--owner", bob_owner)[0] == 0
+    code, out, _ = _cli(capsys, adm, "list", "--all", "--json")
+    assert [j["owner"].split("@")[0] for j in json.loads(out)] == [_name(server, "alice")]
+
+
 def test_a_plain_client_cannot_get_around_the_views(server: Server) -> None:
     alice_store, bob_store = server.store("alice"), server.store("bob")
     try:

@@ -25,7 +25,8 @@ class JobNotFound(JobtuiError, LookupError):
         self.name = name
         self.owner = owner
         where = f" for owner {owner!r}" if owner else ""
-        super().__init__(f"unknown job {name!r}{where}; `jobtui list` shows the jobs there are")
+        listing = "`jobtui list --all` shows every owner's" if owner else "`jobtui list` shows the"
+        super().__init__(f"unknown job {name!r}{where}; {listing} jobs there are")
 
 
 class JobLocked(JobtuiError):
