@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 LOCK_PREFIX = "jobtui"
 MAX_LOCK_NAME = 64
@@ -25,6 +25,7 @@ MAX_LOCK_NAME = 64
 DISCONNECT_CODES = {2006, 2013, 2014, 2045, 2055, 1927, 1053, 1152, 1158, 1159, 1160, 1161}
 QUERY_INTERRUPTED = 1317  # KILL QUERY
 CONNECTION_KILLED = 1927  # MariaDB: "Connection was killed"
+DUPLICATE_KEY = 1062
 
 
 def lock_name(schema_name: str, job_id: int) -> str:
@@ -78,6 +79,14 @@ def is_disconnect(exc: BaseException) -> bool:
         return True
     name = type(orig).__name__
     return name in ("InterfaceError",) and "pymysql" in type(orig).__module__
+
+
+def is_duplicate(exc: BaseException) -> bool:
+    """A UNIQUE key refused the row (through SQLAlchemy or from a raw cursor)."""
+    if isinstance(exc, IntegrityError):
+        return True
+    orig = getattr(exc, "orig", None) or exc
+    return error_code(exc) == DUPLICATE_KEY or isinstance(orig, sqlite3.IntegrityError)
 
 
 def is_interrupt(exc: BaseException) -> bool:

@@ -38,9 +38,9 @@ from typing import Any
 from croniter import croniter
 from sqlalchemy import and_, bindparam, delete, insert, or_, select, text, update
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from jobtui.core import claims, executor, schema
+from jobtui.core import batchsql, claims, executor, schema
 from jobtui.core.db import make_engine, mask_text
 from jobtui.core.errors import JobLocked, JobtuiError
 from jobtui.core.model import Job, Outcome, Schedule, Status
@@ -56,7 +56,8 @@ DEFAULT_POLL = 1.0
 DEFAULT_HEARTBEAT_TIMEOUT = 15.0
 ABORT_CHECK_INTERVAL = 0.3
 BACKLOG_PER_THREAD = 4
-MAX_BATCH = 8  # short jobs claimed and recorded together when many are due
+MAX_BATCH = 64  # short jobs claimed and recorded together when many are due
+DEFAULT_LEAD = 0.25  # seconds: a slot due this soon is claimed now and executed at its time
 SHORT_RUN = 0.05  # seconds: a job whose last run took less may be batched
 MAX_ERROR_LENGTH = 8000
 MAX_COALESCE_STEPS = 10_000
@@ -170,14 +171,20 @@ class RunnerPool:
         job_id: int | None = None,
         hold: bool = False,
         retention: Retention | None = None,
+        lead: float = DEFAULT_LEAD,
     ) -> None:
         if threads < 1:
             raise ValueError("threads must be at least 1")
         if poll <= 0:
             raise ValueError("poll must be a positive number of seconds")
+        if not 0 <= lead <= 5:
+            raise ValueError("lead must be between 0 and 5 seconds")
         self.store = store
         self.threads = int(threads)
         self.poll = float(poll)
+        # Claiming takes round trips; done this much before a slot, only the execution
+        # itself is left for the slot. Not in hold mode: run NAME claims at the slot.
+        self._lead = timedelta(seconds=0.0 if hold else float(lead))
         self.name = (name or "runner")[:64]
         self.heartbeat_timeout = float(heartbeat_timeout)
         self.heartbeat_interval = max(0.2, min(2.0, self.heartbeat_timeout / 4))
@@ -196,6 +203,7 @@ class RunnerPool:
         self._lock = threading.Lock()
         self._active: dict[int, _Run | None] = {}  # job id -> run (None while claiming)
         self._cooldown: dict[int, float] = {}
+        self._long_taken: set[int] = set()  # taken jobs that are not batched (guarded by _lock)
         self._queue: queue.Queue[tuple[str, list[int]] | None] = queue.Queue()
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -321,11 +329,14 @@ class RunnerPool:
     def _schedule_once(self) -> float:
         """Queue due jobs for the worker threads; return how long to sleep."""
         now = self.now()
-        horizon = now + timedelta(seconds=self.poll)
+        soon = now + self._lead
+        horizon = soon + timedelta(seconds=self.poll)
         with self._lock:
             busy = set(self._active)
-        # A short backlog beyond the idle threads keeps them busy without a query per run.
-        capacity = self.threads * BACKLOG_PER_THREAD - len(busy)
+        # A short backlog beyond the idle threads keeps them busy without a query per run;
+        # short jobs go in batches, so many more of them can be taken at once.
+        long_cap = self.threads * BACKLOG_PER_THREAD
+        capacity = self.threads * (BACKLOG_PER_THREAD + MAX_BATCH) - len(busy)
         j = schema.job
         eligible = and_(
             j.c.intent == "ENABLED",
@@ -346,7 +357,7 @@ class RunnerPool:
             .where(j.c.running.is_(False), or_(j.c.run_now.is_(True), eligible))
             .order_by(j.c.run_now.desc(), j.c.next_run)
             # more than we can take: pools sharing a database pick different random ones
-            .limit(max(capacity, 0) * 4 + len(busy) + 1)
+            .limit(max(capacity, 0) * 2 + len(busy) + 1)
         )
         if self.only_job is not None:
             query = query.where(j.c.id == self.only_job)
@@ -373,25 +384,37 @@ class RunnerPool:
                 short.add(jid)
             if row.run_now:
                 due.append((0.0, jid))
-            elif nxt is not None and nxt <= now:
+            elif nxt is not None and nxt <= soon:
                 # 0.1 s buckets, shuffled inside: pools sharing a database start on
                 # different jobs instead of all fighting over the same first one.
                 due.append((1.0 + (nxt - now).total_seconds() // 0.1 + random.random(), jid))
             elif nxt is not None and (earliest is None or nxt < earliest):
                 earliest = nxt
         due.sort()
-        taken = due[: max(capacity, 0)]
+        taken: list[tuple[float, int]] = []
+        with self._lock:
+            n_long = len(self._long_taken)
+        for item in due:
+            if len(taken) >= capacity:
+                break
+            if item[1] not in short:
+                if n_long >= long_cap:
+                    continue
+                n_long += 1
+            taken.append(item)
         with self._lock:
             for _, jid in taken:
                 self._active[jid] = None
+                if jid not in short:
+                    self._long_taken.add(jid)
         self._dispatch([jid for _, jid in taken], short)
         if len(self._cooldown) > 1000:
             self._cooldown = {k: v for k, v in self._cooldown.items() if v > mono}
-        if len(due) > len(taken) or len(rows) > max(capacity, 0) * 4 + len(busy):
+        if len(due) > len(taken) or len(rows) > max(capacity, 0) * 2 + len(busy):
             return self.poll  # more are due: a worker running low on work wakes the loop
         if earliest is None:
             return self.poll
-        return max(0.002, min(self.poll, (earliest - self.now()).total_seconds()))
+        return max(0.002, min(self.poll, (earliest - self._lead - self.now()).total_seconds()))
 
     def _dispatch(self, jids: list[int], short: set[int]) -> None:
         """Queue the jobs: one by one, except short ones when there are many (batches)."""
@@ -426,6 +449,7 @@ class RunnerPool:
                         with self._lock:
                             for jid in jids:
                                 self._active.pop(jid, None)
+                                self._long_taken.discard(jid)
                         if self._queue.qsize() < self.threads:
                             self._wake.set()
         finally:
@@ -567,24 +591,31 @@ class RunnerPool:
                 self._active[run.job.id] = run
         done: list[tuple[_Run, Outcome, str | None, datetime]] = []
         for run in runs:  # a batch runs one after the other on this connection
+            self._wait_for_slot(run)
             outcome, error = self._execute(run)
             done.append((run, outcome, error, self.now()))
         self._finish(done)
+
+    def _wait_for_slot(self, run: _Run) -> None:
+        """A run claimed ahead of its slot (``lead``) starts at the slot, or when aborted."""
+        early = (run.slot - self.now()).total_seconds()
+        if early > 0:
+            # Bounded by the lead: an injected clock that stands still does not stall us.
+            run.abort_event.wait(min(early, self._lead.total_seconds()))
 
     def _claim(self, session: _Session, job_ids: list[int]) -> list[_Run]:
         conn = session.get()
         locked: list[str] = []
         try:
             runs = self._claim_txn(session, conn, job_ids, locked)
-        except IntegrityError:
+        except Exception as exc:
             self._release_names(session, locked)
+            if not claims.is_duplicate(exc):
+                raise
             if len(job_ids) > 1:  # one of them hit the slot guard: claim them one by one
                 return [run for jid in job_ids for run in self._claim(session, [jid])]
             self._skip_taken_slot(conn, job_ids[0])
             return []
-        except Exception:
-            self._release_names(session, locked)
-            raise
         claimed = {run.job.id for run in runs}
         for jid in job_ids:
             if jid not in claimed:
@@ -612,6 +643,8 @@ class RunnerPool:
         locked: list[str],
     ) -> list[_Run]:
         """Claim the jobs that are still eligible, in one transaction."""
+        if self.mysql and not self.hold:
+            return self._claim_batch(session, conn, job_ids, locked)
         now = self.now()
         j, r = schema.job, schema.run
         runs: list[_Run] = []
@@ -632,10 +665,15 @@ class RunnerPool:
             )
             run_rows: list[dict[str, Any]] = []
             for row in rows:
-                claimed = self._claim_row(c, session, row, now, run_rows)
-                if claimed is not None:
-                    claimed.lock_name = names.get(claimed.job.id)
-                    runs.append(claimed)
+                plan = self._claim_row(c, session, row, now)
+                if plan is None:
+                    continue
+                claimed, values, rows_ = plan
+                if update_job(c, claimed.job.id, values, only_idle=True).rowcount != 1:
+                    continue
+                claimed.lock_name = names.get(claimed.job.id)
+                runs.append(claimed)
+                run_rows.extend(rows_)
             if run_rows:
                 c.execute(insert(r), run_rows)
             unused = [n for jid, n in names.items() if jid not in {x.job.id for x in runs}]
@@ -645,15 +683,77 @@ class RunnerPool:
                     locked.remove(n)
         return runs
 
+    def _claim_batch(
+        self,
+        session: _Session,
+        conn: Connection,
+        job_ids: list[int],
+        locked: list[str],
+    ) -> list[_Run]:
+        """MySQL/MariaDB: claim a batch in five statements (batchsql), in one transaction.
+
+        The same protocol as one job at a time: the named lock of each job on this
+        (the executing) connection, each row re-checked under FOR UPDATE, the
+        run-log rows (UNIQUE slot) written in the claim's transaction.
+        """
+        now = self.now()
+        if conn.in_transaction():
+            conn.rollback()
+        raw = executor.dbapi_connection(conn)
+        cur = raw.cursor()
+        try:
+            wanted = [(jid, self._lock_name(jid)) for jid in job_ids]
+            got = batchsql.get_locks(cur, [n for _, n in wanted])
+            names = {jid: n for (jid, n), ok in zip(wanted, got, strict=True) if ok}
+            locked.extend(names.values())
+            rows = batchsql.lock_rows(cur, batchsql.CLAIM_COLUMNS, list(names))
+            runs: list[_Run] = []
+            values: dict[int, dict[str, Any]] = {}
+            run_rows: list[dict[str, Any]] = []
+            for row in rows:
+                plan = self._claim_row(conn, session, row, now)
+                if plan is None:
+                    continue
+                claimed, vals, rows_ = plan
+                claimed.lock_name = names[claimed.job.id]
+                runs.append(claimed)
+                values[claimed.job.id] = vals
+                run_rows.extend(rows_)
+            if runs:
+                # Every row is locked and was seen idle: all of them must match.
+                matched = batchsql.update_jobs(cur, values, only_idle=True)
+                if matched != len(runs):
+                    raise RuntimeError(f"claim matched {matched} of {len(runs)} locked rows")
+                batchsql.insert_runs(cur, run_rows)
+            claimed_ids = {run.job.id for run in runs}
+            unused = [n for jid, n in names.items() if jid not in claimed_ids]
+            batchsql.release_locks(cur, unused)
+            executor.commit(conn)
+        except BaseException:
+            try:
+                executor.rollback(conn)
+            except Exception as exc:
+                log.debug("rollback after a failed claim: %s", _describe(exc))
+            raise
+        finally:
+            cur.close()
+        for n in unused:
+            locked.remove(n)
+        return runs
+
     def _claim_row(
         self,
         c: Connection,
         session: _Session,
         row: Any,
         now: datetime,
-        run_rows: list[dict[str, Any]],
-    ) -> _Run | None:
-        """Claim one locked job row if it is eligible (appends its run-log rows)."""
+    ) -> tuple[_Run, dict[str, Any], list[dict[str, Any]]] | None:
+        """Plan the claim of one locked job row if it is eligible.
+
+        Returns the run, the job row's new values and its run-log rows, or None.
+        A slot due within ``lead`` seconds is claimed as if it were due now
+        (the run then waits for its slot before it executes).
+        """
         if row.running:
             return None
         if (
@@ -664,13 +764,16 @@ class RunnerPool:
         ):
             return None
         next_run = from_db(row.next_run)
+        at = now
+        if next_run is not None and now < next_run <= now + self._lead:
+            at = next_run
         due = is_due_for_schedule(
             intent=row.intent,
             broken=bool(row.broken),
             running=False,
             phase=row.phase,
             next_run=next_run,
-            now=now,
+            now=at,
         )
         if not due and not row.run_now:
             return None
@@ -681,25 +784,26 @@ class RunnerPool:
         first = next_run
         if due:
             assert first is not None
-            slot, skipped = coalesce(sched, first, now, anchor)
+            slot, skipped = coalesce(sched, first, at, anchor)
             if sched.kind in ("every", "cron"):
-                nxt = next_slot(sched, max(now, slot), anchor)
+                nxt = next_slot(sched, max(at, slot), anchor)
             elif sched.kind == "once":
                 nxt = None
             else:
-                nxt = self._eval_expr(c, sched, now)
+                nxt = self._eval_expr(c, sched, at)
         else:
             slot, nxt = now, next_run  # run-now leaves the schedule alone
+        start = at if due else now  # a slot claimed ahead starts at the slot
         values: dict[str, Any] = {
             "running": True,
             "status": Status.RUNNING.value,
-            "this_run": to_db(now),
+            "this_run": to_db(start),
             "next_run": to_db(nxt),
             "runner_id": self.runner_id,
             "runner_connection_id": session.cid,
-            "runner_start": to_db(now),
+            "runner_start": to_db(start),
             "runner_finish": None,
-            "last_cycle_start": to_db(now),
+            "last_cycle_start": to_db(start),
             "run_now": False,
             "abort_requested": False,
             "updated": to_db(now),
@@ -707,15 +811,13 @@ class RunnerPool:
         if not self.mysql:
             values["locked_by"] = self.runner_id
             values["locked_until"] = to_db(self._lease_end(now))
-        res = update_job(c, job.id, values, only_idle=True)
-        if res.rowcount != 1:
-            return None
         common = {
             "job_id": job.id,
             "job_name": job.name,
             "owner": job.owner,
             "runner": self.runner_id,
         }
+        run_rows: list[dict[str, Any]] = []
         if skipped:
             assert first is not None
             run_rows.append(
@@ -736,7 +838,7 @@ class RunnerPool:
             {
                 **common,
                 "scheduled_for": to_db(slot),
-                "started": to_db(now),
+                "started": to_db(start),
                 "outcome": Outcome.RUNNING.value,
                 "error": None,
                 "skipped": 0,
@@ -744,15 +846,16 @@ class RunnerPool:
             }
         )
         job.running = True
-        return _Run(
+        run = _Run(
             job=job,
             slot=slot,
             manual=not due,
             skipped=skipped,
-            started=now,
+            started=start,
             session=session,
             lock_name=None,
         )
+        return run, values, run_rows
 
     def _eval_expr(self, conn: Connection, sched: Schedule, now: datetime) -> datetime | None:
         assert sched.expr is not None
@@ -939,6 +1042,9 @@ class RunnerPool:
     ) -> None:
         j = schema.job
         release = [] if self.hold else [run.lock_name for run, *_ in items if run.lock_name]
+        if self.mysql and not self.hold:
+            self._record_batch(conn, items, release)
+            return
         with self._txn(conn) as c:
             try:
                 for run, outcome, error, finished in items:
@@ -955,6 +1061,67 @@ class RunnerPool:
                 # runner that takes a named lock now still waits for the row.
                 if release:
                     claims.release_locks(c, release)
+
+    def _record_batch(
+        self,
+        conn: Connection,
+        items: list[tuple[_Run, Outcome, str | None, datetime]],
+        release: list[str],
+    ) -> None:
+        """MySQL/MariaDB: record a batch's outcomes in five statements (batchsql)."""
+        if conn.in_transaction():
+            conn.rollback()
+        raw = executor.dbapi_connection(conn)
+        cur = raw.cursor()
+        try:
+            outcomes = []
+            for run, outcome, error, finished in items:
+                started = run.exec_start or run.started
+                values = {
+                    "outcome": outcome.value,
+                    "started": to_db(started),
+                    "finished": to_db(finished),
+                    "duration": max(0.0, (finished - started).total_seconds()),
+                    "error": error,
+                }
+                outcomes.append((run.job.id, to_db(run.slot), values))
+            batchsql.record_runs(cur, self.runner_id, outcomes)
+            rows = {
+                int(row.id): row
+                for row in batchsql.lock_rows(
+                    cur, batchsql.RECORD_COLUMNS, [run.job.id for run, *_ in items]
+                )
+            }
+            updates: dict[int, dict[str, Any]] = {}
+            for run, outcome, error, finished in items:
+                row = rows.get(run.job.id)
+                if row is None or not row.running or row.runner_id != self.runner_id:
+                    continue  # removed, or reaped while we were away: the row is not ours now
+                values = finish_values(
+                    job_from_row(row),
+                    row.phase,
+                    outcome=outcome,
+                    error=error,
+                    started=run.exec_start or run.started,
+                    finished=finished,
+                    manual=run.manual,
+                    shutdown=run.abort_reason == "shutdown",
+                )
+                values.update(locked_by=None, locked_until=None)
+                updates[run.job.id] = values
+            batchsql.update_jobs(cur, updates)
+            # Inside the transaction: the job rows stay locked until the commit, so a
+            # runner that takes a named lock now still waits for the row.
+            batchsql.release_locks(cur, release)
+            executor.commit(conn)
+        except BaseException:
+            try:
+                executor.rollback(conn)
+            except Exception as exc:
+                log.debug("rollback after a failed recording: %s", _describe(exc))
+            raise
+        finally:
+            cur.close()
 
     def _record_run(
         self, c: Connection, run: _Run, outcome: Outcome, error: str | None, finished: datetime
@@ -1424,6 +1591,7 @@ def worker_main(
     grace: float = 10.0,
     heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
     retention: Retention | None = None,
+    lead: float = DEFAULT_LEAD,
 ) -> int:
     """Run a pool headless until SIGTERM/SIGINT (``jobtui worker``); one log line per run."""
     stop = threading.Event()
@@ -1442,6 +1610,7 @@ def worker_main(
         heartbeat_timeout=heartbeat_timeout,
         on_run=on_run,
         retention=retention,
+        lead=lead,
     )
     previous = {}
     if threading.current_thread() is threading.main_thread():
@@ -1529,6 +1698,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default=None)
     parser.add_argument("--grace", type=float, default=10.0)
     parser.add_argument("--heartbeat-timeout", type=float, default=DEFAULT_HEARTBEAT_TIMEOUT)
+    parser.add_argument(
+        "--lead", type=float, default=DEFAULT_LEAD, help="seconds before a slot to claim it"
+    )
     parser.add_argument("--run", metavar="JOB", default=None, help="run one job in the foreground")
     parser.add_argument("--keep-runs", type=int, default=None, help="runs kept per job")
     parser.add_argument("--keep-days", type=float, default=None, help="days ok runs are kept")
@@ -1566,6 +1738,7 @@ def main(argv: list[str] | None = None) -> int:
             grace=args.grace,
             heartbeat_timeout=args.heartbeat_timeout,
             retention=retention,
+            lead=args.lead,
         )
     except JobtuiError as exc:
         print(f"jobtui: {exc}", file=sys.stderr)

@@ -1,0 +1,238 @@
+"""The runner's hot path on MySQL/MariaDB: a batch's claim and recording in raw DB-API SQL.
+
+A batch of k jobs is claimed in five statements whatever k is (GET_LOCKs,
+``SELECT <needed columns> ... FOR UPDATE``, one ``UPDATE ... CASE``, one
+multi-row ``INSERT`` of run rows, ``COMMIT``) and recorded in five (``UPDATE
+jobtui_run ... CASE``, ``SELECT ... FOR UPDATE``, ``UPDATE jobtui_job ...
+CASE``, ``DO RELEASE_LOCK(...)``, ``COMMIT``). The statements go straight to
+the PyMySQL cursor: compiling SQLAlchemy Core per batch and reading whole
+48-column rows cost more Python time than the round trips themselves.
+
+Only column names from ``schema`` appear in the text; every value is bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from jobtui.core import schema
+from jobtui.core.model import Outcome
+
+JOB = schema.job.name
+RUN = schema.run.name
+
+# What a claim needs: the definition (to execute it, and to compute the next slot),
+# the state the eligibility check reads, and what Job() requires.
+CLAIM_COLUMNS = (
+    "id",
+    "owner",
+    "name",
+    "what_kind",
+    "what_target",
+    "what_args",
+    "schedule_kind",
+    "schedule_interval",
+    "schedule_cron",
+    "schedule_tz",
+    "schedule_expr",
+    "schedule_start",
+    "schedule_finish",
+    "schedule_anchor",
+    "status",
+    "intent",
+    "phase",
+    "running",
+    "broken",
+    "failures",
+    "max_failures",
+    "cycles",
+    "run_now",
+    "next_run",
+    "last_run",
+    "total_time",
+    "last_outcome",
+    "last_duration",
+    "created",
+)
+
+# What recording an outcome reads under the row lock (runner.finish_values' inputs).
+RECORD_COLUMNS = (
+    "id",
+    "owner",
+    "name",
+    "what_kind",
+    "what_target",
+    "what_args",
+    "schedule_kind",
+    "schedule_interval",
+    "schedule_cron",
+    "schedule_tz",
+    "schedule_expr",
+    "schedule_start",
+    "schedule_finish",
+    "schedule_anchor",
+    "status",
+    "intent",
+    "phase",
+    "running",
+    "runner_id",
+    "broken",
+    "failures",
+    "max_failures",
+    "cycles",
+    "next_run",
+    "total_time",
+    "created",
+)
+
+RUN_INSERT_COLUMNS = (
+    "job_id",
+    "job_name",
+    "owner",
+    "scheduled_for",
+    "started",
+    "outcome",
+    "error",
+    "runner",
+    "skipped",
+    "manual",
+)
+
+_JOB_COLUMNS = frozenset(c.name for c in schema.job.columns)
+
+
+class RowView:
+    """A row of some of the job table's columns, read like a full row (absent ones are None).
+
+    ``store.job_from_row`` reads every column by attribute; a claim reads only
+    the ones it needs, and the others (description, last error, runner fields)
+    are not part of what a run uses.
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self, columns: Sequence[str], values: Sequence[Any]) -> None:
+        self._values = dict(zip(columns, values, strict=True))
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            if name in _JOB_COLUMNS:
+                return "" if name == "description" else None
+            raise AttributeError(name) from None
+
+
+def _marks(n: int) -> str:
+    return ", ".join(["%s"] * n)
+
+
+def get_locks(cur: Any, names: Sequence[str]) -> list[bool]:
+    """``GET_LOCK(name, 0)`` for each name, in one statement: which ones we now hold."""
+    if not names:
+        return []
+    cur.execute("SELECT " + ", ".join(["GET_LOCK(%s, 0)"] * len(names)), list(names))
+    row = cur.fetchone()
+    return [v == 1 for v in row]
+
+
+def release_locks(cur: Any, names: Sequence[str]) -> None:
+    if names:
+        cur.execute("DO " + ", ".join(["RELEASE_LOCK(%s)"] * len(names)), list(names))
+
+
+def lock_rows(cur: Any, columns: Sequence[str], ids: Sequence[int]) -> list[RowView]:
+    """``SELECT <columns> FROM jobtui_job WHERE id IN (...) ORDER BY id FOR UPDATE``."""
+    if not ids:
+        return []
+    cols = ", ".join(columns)
+    cur.execute(
+        f"SELECT {cols} FROM {JOB} WHERE id IN ({_marks(len(ids))}) ORDER BY id FOR UPDATE",
+        list(ids),
+    )
+    return [RowView(columns, row) for row in cur.fetchall()]
+
+
+def update_jobs(
+    cur: Any, values: dict[int, dict[str, Any]], *, only_idle: bool = False
+) -> int:
+    """One ``UPDATE jobtui_job`` setting each row's own values; returns the rows matched.
+
+    A column whose value is the same for every row is set plainly; the others
+    by ``CASE id WHEN ... END`` (``ELSE`` the column itself, for rows that do
+    not set it).
+    """
+    if not values:
+        return 0
+    ids = list(values)
+    keys: dict[str, None] = {}
+    for row in values.values():
+        for k in row:
+            if k not in _JOB_COLUMNS:
+                raise ValueError(f"not a job column: {k}")
+            keys.setdefault(k)
+    sets: list[str] = []
+    params: list[Any] = []
+    for k in keys:
+        first = values[ids[0]].get(k, _ABSENT)
+        if first is not _ABSENT and all(values[i].get(k, _ABSENT) == first for i in ids[1:]):
+            sets.append(f"{k} = %s")
+            params.append(first)
+            continue
+        whens: list[str] = []
+        for i in ids:
+            if k in values[i]:
+                whens.append("WHEN %s THEN %s")
+                params.extend((i, values[i][k]))
+        sets.append(f"{k} = CASE id {' '.join(whens)} ELSE {k} END")
+    where = f"id IN ({_marks(len(ids))})" + (" AND running = 0" if only_idle else "")
+    params.extend(ids)
+    cur.execute(f"UPDATE {JOB} SET {', '.join(sets)} WHERE {where}", params)
+    return int(cur.rowcount)
+
+
+_ABSENT = object()
+
+
+def insert_runs(cur: Any, rows: Iterable[dict[str, Any]]) -> None:
+    """One multi-row ``INSERT INTO jobtui_run`` (UNIQUE(job_id, scheduled_for) guards it)."""
+    params: list[Any] = []
+    n = 0
+    for row in rows:
+        params.extend(row[k] for k in RUN_INSERT_COLUMNS)
+        n += 1
+    if not n:
+        return
+    one = f"({_marks(len(RUN_INSERT_COLUMNS))})"
+    cur.execute(
+        f"INSERT INTO {RUN} ({', '.join(RUN_INSERT_COLUMNS)}) VALUES {', '.join([one] * n)}",
+        params,
+    )
+
+
+def record_runs(cur: Any, runner: str, outcomes: Sequence[tuple[int, Any, dict[str, Any]]]) -> int:
+    """Set outcome, started, finished, duration, error of each (job id, slot) run row of ``runner``.
+
+    ``outcomes``: (job id, slot, values) with distinct job ids. Rows a reaper
+    marked ``lost`` while this runner was cut off are recorded too: it knows better.
+    """
+    if not outcomes:
+        return 0
+    sets: list[str] = []
+    params: list[Any] = []
+    for col in ("outcome", "started", "finished", "duration", "error"):
+        whens = " ".join(["WHEN %s THEN %s"] * len(outcomes))
+        sets.append(f"{col} = CASE job_id {whens} ELSE {col} END")
+        for jid, _slot, values in outcomes:
+            params.extend((jid, values[col]))
+    match = " OR ".join(["(job_id = %s AND scheduled_for = %s)"] * len(outcomes))
+    for jid, slot, _values in outcomes:
+        params.extend((jid, slot))
+    params.extend((runner, Outcome.RUNNING.value, Outcome.LOST.value))
+    cur.execute(
+        f"UPDATE {RUN} SET {', '.join(sets)} WHERE ({match}) AND runner = %s "
+        "AND outcome IN (%s, %s)",
+        params,
+    )
+    return int(cur.rowcount)
