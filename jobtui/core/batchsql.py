@@ -23,7 +23,8 @@ JOB = schema.job.name
 RUN = schema.run.name
 
 # What a claim needs: the definition (to execute it, and to compute the next slot),
-# the state the eligibility check reads, and what Job() requires.
+# the state the eligibility check reads, and what Job() requires. Counters and the
+# last run's figures are not read here (recording reads them under its own lock).
 CLAIM_COLUMNS = (
     "id",
     "owner",
@@ -44,15 +45,8 @@ CLAIM_COLUMNS = (
     "phase",
     "running",
     "broken",
-    "failures",
-    "max_failures",
-    "cycles",
     "run_now",
     "next_run",
-    "last_run",
-    "total_time",
-    "last_outcome",
-    "last_duration",
     "created",
 )
 
@@ -154,9 +148,7 @@ def lock_rows(cur: Any, columns: Sequence[str], ids: Sequence[int]) -> list[RowV
     return [RowView(columns, row) for row in cur.fetchall()]
 
 
-def update_jobs(
-    cur: Any, values: dict[int, dict[str, Any]], *, only_idle: bool = False
-) -> int:
+def update_jobs(cur: Any, values: dict[int, dict[str, Any]], *, only_idle: bool = False) -> int:
     """One ``UPDATE jobtui_job`` setting each row's own values; returns the rows matched.
 
     A column whose value is the same for every row is set plainly; the others

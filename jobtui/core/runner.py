@@ -56,7 +56,9 @@ DEFAULT_POLL = 1.0
 DEFAULT_HEARTBEAT_TIMEOUT = 15.0
 ABORT_CHECK_INTERVAL = 0.3
 BACKLOG_PER_THREAD = 4
-MAX_BATCH = 64  # short jobs claimed and recorded together when many are due
+MAX_BATCH = 256  # short jobs claimed and recorded together when many are due
+BATCH_BUDGET = 0.25  # seconds: a batch's jobs run one after another; their last runs add up to this
+MIN_PASS = 0.02  # seconds between two scheduler passes a worker asked for
 DEFAULT_LEAD = 0.25  # seconds: a slot due this soon is claimed now and executed at its time
 SHORT_RUN = 0.05  # seconds: a job whose last run took less may be batched
 MAX_ERROR_LENGTH = 8000
@@ -317,6 +319,7 @@ class RunnerPool:
         backoff = 0.2
         while not self._stopping.is_set():
             self._wake.clear()
+            began = time.monotonic()
             try:
                 wait = self._schedule_once()
                 backoff = 0.2
@@ -324,7 +327,12 @@ class RunnerPool:
                 log.warning("scheduler: %s (retrying in %.1f s)", _describe(exc), backoff)
                 wait = backoff
                 backoff = min(backoff * 2, RECONNECT_CAP)
-            self._wake.wait(wait)
+            if self._wake.wait(wait):
+                # Woken by a worker running low: at most one pass per MIN_PASS seconds,
+                # so a busy pool does not re-read the due jobs after every batch.
+                rest = MIN_PASS - (time.monotonic() - began)
+                if rest > 0:
+                    self._stopping.wait(rest)
 
     def _schedule_once(self) -> float:
         """Queue due jobs for the worker threads; return how long to sleep."""
@@ -367,7 +375,7 @@ class RunnerPool:
         mono = time.monotonic()
         earliest: datetime | None = None
         due: list[tuple[float, int]] = []
-        short: set[int] = set()
+        short: dict[int, float] = {}  # job id -> its last run's duration
         for row in rows:
             jid = int(row.id)
             if jid in busy or self._cooldown.get(jid, 0.0) > mono:
@@ -381,7 +389,7 @@ class RunnerPool:
                 continue  # SQLite lease held by another runner
             nxt = from_db(row.next_run)
             if row.last_duration is not None and row.last_duration < SHORT_RUN:
-                short.add(jid)
+                short[jid] = float(row.last_duration)
             if row.run_now:
                 due.append((0.0, jid))
             elif nxt is not None and nxt <= soon:
@@ -416,10 +424,18 @@ class RunnerPool:
             return self.poll
         return max(0.002, min(self.poll, (earliest - self._lead - self.now()).total_seconds()))
 
-    def _dispatch(self, jids: list[int], short: set[int]) -> None:
-        """Queue the jobs: one by one, except short ones when there are many (batches)."""
+    def _dispatch(self, jids: list[int], short: dict[int, float]) -> None:
+        """Queue the jobs: one by one, except short ones when there are many (batches).
+
+        Short jobs are spread over the threads (one batch each, so every due job is
+        claimed before its slot), unless a batch's last durations would add up to
+        more than BATCH_BUDGET: then more, smaller batches.
+        """
         quick = [jid for jid in jids if jid in short]
         size = min(MAX_BATCH, max(1, -(-len(quick) // self.threads)))
+        if quick:
+            mean = sum(short[jid] for jid in quick) / len(quick)
+            size = max(1, min(size, int(BATCH_BUDGET / max(mean, 1e-4))))
         for jid in jids:
             if jid not in short or size == 1:
                 self._queue.put(("run", [jid]))

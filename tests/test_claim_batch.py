@@ -1,0 +1,210 @@
+"""Claiming and recording jobs in batches: only eligible, unlocked rows are claimed, and
+run rows and job rows stay consistent. On MariaDB this is the raw five-statement path
+(jobtui/core/batchsql.py); on SQLite the lease path. The pool's threads are not started:
+the test drives one worker's claim, execution and recording itself."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from conftest import admin_connection
+from sqlalchemy import select, text, update
+from sqlalchemy.engine import make_url
+
+from jobtui.core import claims, schema
+from jobtui.core.batchsql import RowView, update_jobs
+from jobtui.core.db import make_engine
+from jobtui.core.model import Outcome, What
+from jobtui.core.runner import RunnerPool, _Session
+from jobtui.core.schedules import make_schedule
+from jobtui.core.store import JobStore
+from jobtui.core.timeutil import to_db, utcnow
+
+
+@pytest.fixture
+def pool(store: JobStore) -> Iterator[RunnerPool]:
+    """A pool with its engine and schema set up, but no threads: claims are driven by hand."""
+    p = RunnerPool(store, threads=1, poll=0.2, name="batch", lead=0.0)
+    p._engine = make_engine(store.url, pool_size=4)
+    if p.mysql:
+        with p.engine.connect() as conn:
+            p._schema = claims.current_schema(conn)
+    yield p
+    p.engine.dispose()
+
+
+def make_jobs(store: JobStore, n: int, *, due_ago: float = 0.5) -> list[int]:
+    """n jobs doing an INSERT into ledger, every 60 s, their next slot ``due_ago`` seconds ago."""
+    with store.write() as conn:
+        conn.execute(text("CREATE TABLE ledger (job VARCHAR(64))"))
+    ids = []
+    for i in range(n):
+        job = store.submit(
+            f"b{i}",
+            What("sql", f"INSERT INTO ledger (job) VALUES ('b{i}')"),
+            make_schedule("every", every=60),
+        )
+        ids.append(job.id)
+    j = schema.job
+    slot = to_db(utcnow() - timedelta(seconds=due_ago))
+    with store.write() as conn:  # the slot on the job's grid: no missed slots before it
+        conn.execute(update(j).where(j.c.id.in_(ids)).values(next_run=slot, schedule_anchor=slot))
+    return ids
+
+
+def job_rows(store: JobStore) -> dict[str, dict]:  # type: ignore[type-arg]
+    j = schema.job
+    with store.read() as conn:
+        return {r.name: dict(r._mapping) for r in conn.execute(select(j))}
+
+
+def run_rows(store: JobStore) -> list[dict]:  # type: ignore[type-arg]
+    r = schema.run
+    with store.read() as conn:
+        return [dict(x._mapping) for x in conn.execute(select(r).order_by(r.c.id))]
+
+
+def test_batch_claims_only_rows_still_eligible_and_records_them(
+    store: JobStore, pool: RunnerPool
+) -> None:
+    ids = make_jobs(store, 5)
+    store.pause("b1")  # became ineligible between the scheduler's read and the claim
+    held = None
+    if pool.mysql:
+        # b3's named lock is held by another connection (another runner executing it)
+        held = admin_connection(make_url(store.url).database)
+        with held.cursor() as cur:
+            cur.execute("SELECT GET_LOCK(%s, 0)", (pool._lock_name(ids[3]),))
+            assert cur.fetchone()[0] == 1
+    else:
+        store.pause("b3")
+    session = _Session(pool.engine, pool.mysql)
+    try:
+        runs = pool._claim(session, ids)
+        assert sorted(r.job.name for r in runs) == ["b0", "b2", "b4"]
+        rows = job_rows(store)
+        for name in ("b0", "b2", "b4"):
+            assert rows[name]["running"]
+            assert rows[name]["runner_id"] == pool.runner_id
+            assert rows[name]["status"] == "RUNNING"
+        for name in ("b1", "b3"):
+            assert not rows[name]["running"]
+            assert rows[name]["runner_id"] is None
+        logged = run_rows(store)
+        assert sorted(r["job_name"] for r in logged) == ["b0", "b2", "b4"]
+        assert all(r["outcome"] == Outcome.RUNNING.value for r in logged)
+        if pool.mysql:
+            assert held is not None
+            with held.cursor() as cur:
+                for jid, mine in zip(ids, (True, False, True, False, True), strict=True):
+                    cur.execute("SELECT IS_USED_LOCK(%s)", (pool._lock_name(jid),))
+                    holder = cur.fetchone()[0]
+                    if mine:
+                        assert holder == session.cid  # held by the executing connection
+                    elif jid == ids[1]:
+                        assert holder is None  # taken, found ineligible, released
+                    else:
+                        assert holder == held.thread_id()
+
+        done = []
+        for run in runs:
+            outcome, error = pool._execute(run)
+            assert (outcome, error) == (Outcome.OK, None)
+            done.append((run, outcome, error, pool.now()))
+        pool._finish(done)
+    finally:
+        session.discard()
+        if held is not None:
+            held.close()
+
+    rows = job_rows(store)
+    for name in ("b0", "b2", "b4"):
+        assert not rows[name]["running"]
+        assert rows[name]["cycles"] == 1
+        assert rows[name]["last_outcome"] == Outcome.OK.value
+        assert rows[name]["phase"] == "SLEEPING"
+        assert rows[name]["next_run"] > to_db(utcnow())
+    for name in ("b1", "b3"):
+        assert rows[name]["cycles"] == 0
+    logged = run_rows(store)
+    assert sorted((r["job_name"], r["outcome"]) for r in logged) == [
+        ("b0", "ok"),
+        ("b2", "ok"),
+        ("b4", "ok"),
+    ]
+    assert all(r["finished"] >= r["started"] for r in logged)
+    with store.read() as conn:
+        ledger = sorted(x[0] for x in conn.execute(text("SELECT job FROM ledger")))
+    assert ledger == ["b0", "b2", "b4"]
+    if pool.mysql:
+        with store.read() as conn:
+            for jid in ids:
+                assert claims.lock_holder(conn, pool._lock_name(jid)) is None
+
+
+def test_batch_with_a_slot_already_in_the_run_log_claims_the_others(
+    store: JobStore, pool: RunnerPool
+) -> None:
+    ids = make_jobs(store, 4)
+    j, r = schema.job, schema.run
+    with store.write() as conn:
+        slot = conn.execute(select(j.c.next_run).where(j.c.id == ids[2])).scalar_one()
+        conn.execute(
+            r.insert().values(
+                job_id=ids[2],
+                job_name="b2",
+                owner="someone",
+                scheduled_for=slot,
+                outcome=Outcome.OK.value,
+                skipped=0,
+                manual=False,
+            )
+        )
+    session = _Session(pool.engine, pool.mysql)
+    try:
+        runs = pool._claim(session, ids)
+    finally:
+        session.discard()
+    assert sorted(run.job.name for run in runs) == ["b0", "b1", "b3"]
+    rows = job_rows(store)
+    assert not rows["b2"]["running"]
+    assert rows["b2"]["next_run"] > slot  # moved past the taken slot, not run twice
+    logged = run_rows(store)
+    assert [x["job_name"] for x in logged].count("b2") == 1  # only the one already there
+    if pool.mysql:
+        with store.read() as conn:
+            assert claims.lock_holder(conn, pool._lock_name(ids[2])) is None
+
+
+def test_a_run_claimed_ahead_starts_at_its_slot(store: JobStore) -> None:
+    ids = make_jobs(store, 3, due_ago=-0.3)  # due 0.3 s from now
+    pool = RunnerPool(store, threads=2, poll=0.2, name="ahead", lead=0.5)
+    pool.start()
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if sum(x["outcome"] == Outcome.OK.value for x in run_rows(store)) == 3:
+                break
+            time.sleep(0.05)
+    finally:
+        pool.stop(grace=5)
+    logged = {x["job_id"]: x for x in run_rows(store)}
+    assert sorted(logged) == sorted(ids)
+    for row in logged.values():
+        assert row["outcome"] == Outcome.OK.value
+        assert row["started"] >= row["scheduled_for"]  # never before its slot
+
+
+def test_row_view_reads_absent_columns_as_empty() -> None:
+    row = RowView(("id", "name"), (7, "x"))
+    assert (row.id, row.name, row.last_error, row.description) == (7, "x", None, "")
+    with pytest.raises(AttributeError):
+        _ = row.not_a_column
+
+
+def test_update_jobs_refuses_a_name_that_is_not_a_column() -> None:
+    with pytest.raises(ValueError, match="not a job column"):
+        update_jobs(None, {1: {"cycles; DROP TABLE x": 1}})
