@@ -23,7 +23,12 @@ Systems (``--systems``, default all):
 - ``apscheduler``: APScheduler 3.x, BackgroundScheduler with an
   SQLAlchemyJobStore in the scratch database, a thread pool, interval trigger
   1 s, ``misfire_grace_time=None``, ``coalesce=False``; each firing inserts
-  through a pooled connection.
+  through a pooled connection;
+- ``floor``: no scheduler at all, the least any client can do: ``--threads``
+  PyMySQL connections opened in advance, each firing its share of the N jobs
+  (``CALL fire(i)`` and ``COMMIT``, one after another) at every whole second.
+  No claims, no bookkeeping, every firing known beforehand: its lateness is
+  what executing N calls costs on this machine, a bound for the others.
 
 CPU seconds over the measured window: the worker (or APScheduler) processes,
 and the mariadbd process (the only CPU the Event Scheduler uses; on a shared
@@ -42,6 +47,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -53,7 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
 
-SYSTEMS = ("jobtui", "jobtui2", "events", "apscheduler")
+SYSTEMS = ("jobtui", "jobtui2", "events", "apscheduler", "floor")
 
 
 @dataclass
@@ -407,6 +413,46 @@ def ap_fire(job_no: int) -> None:
         conn.commit()
 
 
+# ---------------------------------------------------------------------- floor
+
+
+def run_floor(server: str, jobs: int, seconds: int, args: argparse.Namespace) -> Result:
+    """The bare calls at each slot from pre-opened connections: what executing N costs."""
+    result = Result("floor", jobs, seconds, 1)
+    c.recreate_database(server)
+    conn = c.admin_connect(server, c.BENCH_DB)
+    _ledger_proc(conn, "floor")
+    conns = [c.admin_connect(server, c.BENCH_DB) for _ in range(args.threads)]
+    for each in conns:
+        each.autocommit(False)  # a CALL and its COMMIT, as a job runner does it
+    start = c.next_whole_second(args.lead)
+    slots = args.warmup + seconds
+
+    def fire(k: int) -> None:
+        cn = conns[k]
+        with cn.cursor() as cur:
+            for s in range(slots):
+                c.sleep_until(start + timedelta(seconds=s))
+                for i in range(k, jobs, len(conns)):
+                    cur.execute("CALL fire(%s)", (i,))
+                    while cur.nextset():
+                        pass
+                    cn.commit()
+
+    threads = [threading.Thread(target=fire, args=(k,), daemon=True) for k in range(len(conns))]
+    for t in threads:
+        t.start()
+    try:
+        _measure(result, conn, [_ps(os.getpid())], start + timedelta(seconds=args.warmup), args)
+    finally:
+        for t in threads:
+            t.join(timeout=args.drain + 5)
+        for each in conns:
+            each.close()
+        conn.close()
+    return result
+
+
 # ---------------------------------------------------------------------- measuring
 
 
@@ -621,6 +667,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_system(system: str, jobs: int, args: argparse.Namespace) -> Result:
+    if system == "floor":
+        return run_floor(args.server, jobs, args.seconds, args)
     if system == "jobtui":
         return run_jobtui(args.server, jobs, args.seconds, 1, args)
     if system == "jobtui2":

@@ -36,7 +36,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from croniter import croniter
-from sqlalchemy import and_, bindparam, delete, insert, or_, select, text, update
+from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
@@ -60,7 +60,7 @@ MAX_BATCH = 256  # short jobs claimed and recorded together when many are due
 BATCH_BUDGET = 0.25  # seconds: a batch's jobs run one after another; their last runs add up to this
 MIN_PASS = 0.02  # seconds between two scheduler passes a worker asked for
 DEFAULT_LEAD = 0.25  # seconds: a slot due this soon is claimed now and executed at its time
-SHORT_RUN = 0.05  # seconds: a job whose last run took less may be batched
+SHORT_RUN = 0.1  # seconds: a job whose last run took less may be batched
 MAX_ERROR_LENGTH = 8000
 MAX_COALESCE_STEPS = 10_000
 RECONNECT_CAP = 5.0
@@ -338,7 +338,6 @@ class RunnerPool:
         """Queue due jobs for the worker threads; return how long to sleep."""
         now = self.now()
         soon = now + self._lead
-        horizon = soon + timedelta(seconds=self.poll)
         with self._lock:
             busy = set(self._active)
         # A short backlog beyond the idle threads keeps them busy without a query per run;
@@ -351,8 +350,10 @@ class RunnerPool:
             j.c.broken.is_(False),
             j.c.phase.notin_(["ABORTED", "FINISHED"]),
             j.c.next_run.is_not(None),
-            j.c.next_run <= to_db(horizon),
         )
+        limit = max(capacity, 0) * 2 + len(busy) + 1
+        # Only the jobs due by `soon` (a busy pool would otherwise re-read every job
+        # due within the next poll on each pass), and the earliest of the others.
         query = (
             select(
                 j.c.id,
@@ -362,18 +363,26 @@ class RunnerPool:
                 j.c.locked_until,
                 j.c.last_duration,
             )
-            .where(j.c.running.is_(False), or_(j.c.run_now.is_(True), eligible))
+            .where(
+                j.c.running.is_(False),
+                or_(j.c.run_now.is_(True), and_(eligible, j.c.next_run <= to_db(soon))),
+            )
             .order_by(j.c.run_now.desc(), j.c.next_run)
             # more than we can take: pools sharing a database pick different random ones
-            .limit(max(capacity, 0) * 2 + len(busy) + 1)
+            .limit(limit)
+        )
+        later = select(func.min(j.c.next_run)).where(
+            j.c.running.is_(False), eligible, j.c.next_run > to_db(soon)
         )
         if self.only_job is not None:
             query = query.where(j.c.id == self.only_job)
+            later = later.where(j.c.id == self.only_job)
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
+            first_later = from_db(conn.execute(later).scalar())
             conn.rollback()
         mono = time.monotonic()
-        earliest: datetime | None = None
+        earliest: datetime | None = first_later
         due: list[tuple[float, int]] = []
         short: dict[int, float] = {}  # job id -> its last run's duration
         for row in rows:
@@ -418,7 +427,7 @@ class RunnerPool:
         self._dispatch([jid for _, jid in taken], short)
         if len(self._cooldown) > 1000:
             self._cooldown = {k: v for k, v in self._cooldown.items() if v > mono}
-        if len(due) > len(taken) or len(rows) > max(capacity, 0) * 2 + len(busy):
+        if len(due) > len(taken) or len(rows) >= limit:
             return self.poll  # more are due: a worker running low on work wakes the loop
         if earliest is None:
             return self.poll
