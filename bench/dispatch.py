@@ -1,7 +1,7 @@
 """Dispatch on time: jobtui against MariaDB's Event Scheduler and APScheduler 3.x.
 
 Each system in turn fires N jobs every second on the whole-second grid: a few
-warm-up slots (``--warmup``, default 2, not counted), then T measured slots
+warm-up slots (``--warmup``, default 5, not counted), then T measured slots
 (``--seconds``). Every firing inserts (system, job, NOW(6)) into the table
 ``ledger`` of the scratch database. Lateness is measured the same way for
 every system: the ledger time minus the nominal slot, the start of the whole
@@ -610,7 +610,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--warmup",
         type=int,
-        default=2,
+        default=5,
         help="slots fired before the measured ones (every system), not counted",
     )
     p.add_argument("--drain", type=float, default=5.0, help="seconds to wait after the last slot")
