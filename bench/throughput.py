@@ -12,9 +12,9 @@ warm-up, for one worker process and then for two:
   by runs. These are server-wide counters: run it on a quiet server.
 
 Then, unless ``--no-profile``, a RunnerPool runs in this process for a few
-seconds with SQLAlchemy event listeners on its engine, and the script prints
-every statement it sent per run (normalised text), plus pings (pool
-checkouts with pre-ping), commits and rollbacks: where the round trips go.
+seconds while every command PyMySQL sends is counted (statements, raw or
+through SQLAlchemy, COMMIT, ROLLBACK, pre-ping COM_PING), and the script prints
+them per run by statement shape: where the round trips go.
 
     python bench/throughput.py --jobs 300 --seconds 10
 """
@@ -153,6 +153,9 @@ _REPEATED_CALL = re.compile(r"(\w+\([^()]*\))(?:, \1)+")
 _LIST = re.compile(r"\(\?(?:, \?)+\)(?:, \(\?(?:, \?)+\))*")
 
 
+_PAIRS = re.compile(r"\((?:\(job_id = \? AND scheduled_for = \?\)(?: OR )?)+\)")
+
+
 def normalise(statement: str) -> str:
     """The statement's shape: literals replaced by ?, long column lists elided."""
     text = _SPACES.sub(" ", _LITERAL.sub("?", statement)).strip()
@@ -164,7 +167,10 @@ def normalise(statement: str) -> str:
     if text.upper().startswith("UPDATE") and " SET " in text and " WHERE " in text:
         table, rest = text.split(" SET ", 1)
         sets = rest.split(" WHERE ", 1)
-        text = f"{table} SET ({sets[0].count('=')} columns) WHERE {sets[1]}"
+        n = len(sets[0].split(", "))  # a CASE … END has no comma inside
+        kind = " by CASE" if " CASE " in sets[0] else ""
+        where = _PAIRS.sub("(job_id, scheduled_for) in (?, …)", sets[1])
+        text = f"{table} SET ({n} columns{kind}) WHERE {where}"
     return text[:120]
 
 
