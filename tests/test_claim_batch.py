@@ -198,6 +198,37 @@ def test_a_run_claimed_ahead_starts_at_its_slot(store: JobStore) -> None:
         assert row["started"] >= row["scheduled_for"]  # never before its slot
 
 
+def test_a_job_paused_between_its_claim_ahead_and_its_slot_does_not_run(
+    store: JobStore, pool: RunnerPool
+) -> None:
+    ids = make_jobs(store, 3, due_ago=-0.4)  # due 0.4 s from now
+    pool._lead = timedelta(seconds=1.0)
+    session = _Session(pool.engine, pool.mysql)
+    try:
+        runs = pool._claim(session, ids)
+        assert sorted(r.job.name for r in runs) == ["b0", "b1", "b2"]
+        assert all(r.ahead for r in runs)
+        store.pause("b1")  # returns before the slot
+        pool._run_batch(runs)
+    finally:
+        session.discard()
+    logged = {x["job_name"]: x for x in run_rows(store)}
+    assert logged["b0"]["outcome"] == logged["b2"]["outcome"] == Outcome.OK.value
+    for x in (logged["b0"], logged["b2"]):
+        assert x["started"] >= x["scheduled_for"]
+    assert logged["b1"]["outcome"] == Outcome.ABORTED.value
+    assert logged["b1"]["started"] is None  # never executed
+    assert "not started" in logged["b1"]["error"]
+    rows = job_rows(store)
+    assert not rows["b1"]["running"]
+    assert rows["b1"]["intent"] == "PAUSED"
+    assert rows["b1"]["phase"] != "ABORTED"  # resume carries on with the schedule
+    assert rows["b1"]["cycles"] == 0
+    with store.read() as conn:
+        ledger = sorted(x[0] for x in conn.execute(text("SELECT job FROM ledger")))
+    assert ledger == ["b0", "b2"]
+
+
 def test_row_view_reads_absent_columns_as_empty() -> None:
     row = RowView(("id", "name"), (7, "x"))
     assert (row.id, row.name, row.last_error, row.description) == (7, "x", None, "")

@@ -155,6 +155,7 @@ class _Run:
     guard: threading.Lock = field(default_factory=threading.Lock)
     executing: bool = False
     exec_start: datetime | None = None
+    ahead: bool = False  # claimed before its slot (lead): it waits for the slot
 
 
 class RunnerPool:
@@ -614,9 +615,18 @@ class RunnerPool:
         with self._lock:
             for run in runs:
                 self._active[run.job.id] = run
+        self._run_batch(runs)
+
+    def _run_batch(self, runs: list[_Run]) -> None:
+        """Execute claimed runs one after the other (each at its slot), then record them."""
         done: list[tuple[_Run, Outcome, str | None, datetime]] = []
+        checked = False
         for run in runs:  # a batch runs one after the other on this connection
-            self._wait_for_slot(run)
+            if run.ahead:
+                self._wait_for_slot(run)
+                if not checked:
+                    checked = True
+                    self._withdraw([r for r in runs if r.ahead])
             outcome, error = self._execute(run)
             done.append((run, outcome, error, self.now()))
         self._finish(done)
@@ -627,6 +637,36 @@ class RunnerPool:
         if early > 0:
             # Bounded by the lead: an injected clock that stands still does not stall us.
             run.abort_event.wait(min(early, self._lead.total_seconds()))
+
+    def _withdraw(self, runs: list[_Run]) -> None:
+        """At the slot, drop runs claimed ahead whose job was paused, disabled, broken,
+        aborted or removed meanwhile: they are recorded as aborted, never started.
+
+        A pause that returned before the slot stops it, as it would have without the
+        lead; one statement per batch, on a pooled connection.
+        """
+        j = schema.job
+        ids = [run.job.id for run in runs]
+        query = select(j.c.id, j.c.intent, j.c.broken, j.c.abort_requested).where(j.c.id.in_(ids))
+        try:
+            with self.engine.connect() as conn:
+                rows = {int(row.id): row for row in conn.execute(query)}
+                conn.rollback()
+        except Exception as exc:  # the runs go ahead as claimed; the monitor still aborts
+            log.warning("could not re-check jobs claimed ahead: %s", _describe(exc))
+            return
+        for run in runs:
+            row = rows.get(run.job.id)
+            if row is None:
+                reason = "removed"
+            elif row.abort_requested:
+                reason = "operator"
+            elif row.intent != "ENABLED" or row.broken:
+                reason = "withdrawn"
+            else:
+                continue
+            run.abort_reason = run.abort_reason or reason
+            run.abort_event.set()
 
     def _claim(self, session: _Session, job_ids: list[int]) -> list[_Run]:
         conn = session.get()
@@ -879,6 +919,7 @@ class RunnerPool:
             started=start,
             session=session,
             lock_name=None,
+            ahead=due and at > now,
         )
         return run, values, run_rows
 
@@ -960,6 +1001,11 @@ class RunnerPool:
             return f"aborted: runner {self.runner_id} stopped and its grace period ran out"
         if run.abort_reason == "removed":
             return "aborted: the job was removed while it ran"
+        if run.abort_reason == "withdrawn":
+            return (
+                "not started: the job was paused, disabled or marked broken between "
+                "the claim of this slot and the slot"
+            )
         return "aborted by operator"
 
     def _abort(self, run: _Run) -> None:
@@ -1101,12 +1147,14 @@ class RunnerPool:
         try:
             outcomes = []
             for run, outcome, error, finished in items:
-                started = run.exec_start or run.started
+                started = run.exec_start  # None: it never started executing
                 values = {
                     "outcome": outcome.value,
                     "started": to_db(started),
                     "finished": to_db(finished),
-                    "duration": max(0.0, (finished - started).total_seconds()),
+                    "duration": (
+                        None if started is None else max(0.0, (finished - started).total_seconds())
+                    ),
                     "error": error,
                 }
                 outcomes.append((run.job.id, to_db(run.slot), values))
@@ -1130,7 +1178,7 @@ class RunnerPool:
                     started=run.exec_start or run.started,
                     finished=finished,
                     manual=run.manual,
-                    shutdown=run.abort_reason == "shutdown",
+                    shutdown=run.abort_reason in ("shutdown", "withdrawn"),
                 )
                 values.update(locked_by=None, locked_until=None)
                 updates[run.job.id] = values
@@ -1151,7 +1199,7 @@ class RunnerPool:
     def _record_run(
         self, c: Connection, run: _Run, outcome: Outcome, error: str | None, finished: datetime
     ) -> None:
-        started = run.exec_start or run.started
+        started = run.exec_start  # None: it never started executing
         c.execute(
             _run_update_stmt(),
             {
@@ -1161,7 +1209,9 @@ class RunnerPool:
                 "v_outcome": outcome.value,
                 "v_started": to_db(started),
                 "v_finished": to_db(finished),
-                "v_duration": max(0.0, (finished - started).total_seconds()),
+                "v_duration": (
+                    None if started is None else max(0.0, (finished - started).total_seconds())
+                ),
                 "v_error": error,
             },
         )
@@ -1185,7 +1235,7 @@ class RunnerPool:
             started=run.exec_start or run.started,
             finished=finished,
             manual=run.manual,
-            shutdown=run.abort_reason == "shutdown",
+            shutdown=run.abort_reason in ("shutdown", "withdrawn"),
         )
         if not self.hold:
             values.update(locked_by=None, locked_until=None)
