@@ -286,9 +286,11 @@ class Toggle:
     def __init__(self) -> None:
         self.failing = True
         self.calls = 0
+        self.seen_failures: list[int] = []  # ctx.job.failures at each call
 
     def __call__(self, ctx: actions.ActionContext) -> None:
         self.calls += 1
+        self.seen_failures.append(ctx.job.failures)
         if self.failing:
             raise RuntimeError(f"toggle failure #{self.calls}")
 
@@ -327,6 +329,7 @@ def test_backoff_timings_and_broken_with_injected_clock(
     t2 = t1 + timedelta(minutes=2)
     clock.set(t2)
     assert wait_for(lambda: failures(3), 10)
+    assert toggle.seen_failures == [0, 1, 2]  # the action sees the job's counters as claimed
     # 4 minutes would be later than the next regular slot: capped at the slot
     assert store.get("flaky").next_run == slot0 + timedelta(seconds=300)
     clock.set(slot0 + timedelta(seconds=300))

@@ -23,12 +23,22 @@ JOB = schema.job.name
 RUN = schema.run.name
 
 # What a claim needs: the definition (to execute it, and to compute the next slot),
-# the state the eligibility check reads, and what Job() requires. Counters and the
-# last run's figures are not read here (recording reads them under its own lock).
+# the state the eligibility check reads, and what Job() requires, plus the counters
+# and the last run's figures an action may read from ``ctx.job`` (recording reads
+# them again under its own lock). The runner's own bookkeeping columns are not read.
 CLAIM_COLUMNS = (
     "id",
     "owner",
     "name",
+    "description",
+    "failures",
+    "max_failures",
+    "cycles",
+    "total_time",
+    "last_run",
+    "last_outcome",
+    "last_error",
+    "last_duration",
     "what_kind",
     "what_target",
     "what_args",
