@@ -5,9 +5,10 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from jobtui.console.screens.job_actions import JOB_BINDINGS, JobActions
+from jobtui.console.widgets.footer import KeyFooter
 from jobtui.console.widgets.job_table import JobTable
 from jobtui.console.widgets.status_line import StatusLine
 from jobtui.core.model import Job
@@ -37,7 +38,7 @@ class MainScreen(JobActions, Screen[None]):
         )
         yield self._table
         yield StatusLine(id="status")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
