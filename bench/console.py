@@ -232,6 +232,7 @@ async def count_idle(
         "qps": counts.get("SELECT", 0) / elapsed,
         "statements_ps": sum(v for k, v in counts.items() if not k.startswith("(")) / elapsed,
         "checkouts_ps": counts.get("(pool checkout)", 0) / elapsed,
+        "round_trips_ps": counts.get("(round trip)", 0) / elapsed,
         "rows_ps": rows / elapsed,
         "loop_cpu_rate": loop_cpu / elapsed,  # the idle loop's own CPU (clock ticks, probe)
     }
@@ -250,6 +251,22 @@ class StatementCounter:
         event.listen(engine, "commit", lambda conn: self._add("COMMIT"))
         event.listen(engine, "rollback", lambda conn: self._add("ROLLBACK"))
         event.listen(engine.pool, "checkout", lambda *a: self._add("(pool checkout)"))
+        if engine.dialect.name != "sqlite":
+            # Every command PyMySQL sends (statements, COMMIT, the pool's COM_PING): the
+            # round trips to the server. Nothing else in this process talks to it while idle.
+            import pymysql.connections
+
+            cls = pymysql.connections.Connection
+            if not hasattr(cls, "_bench_counted"):
+                original = cls._execute_command
+                counter = self
+
+                def counted(conn: Any, command: int, sql: Any) -> Any:
+                    counter._add("(round trip)")
+                    return original(conn, command, sql)
+
+                cls._execute_command = counted  # type: ignore[method-assign]
+                cls._bench_counted = True  # type: ignore[attr-defined]
 
     def _add(self, key: str) -> None:
         if self.active:
@@ -501,6 +518,19 @@ def render(results: list[dict[str, Any]], header: list[str], args: argparse.Name
                 "",
             ],
             [label, "  idle pool checkouts/s", f"{r['idle_checkouts_ps']:.2f}", "", ""],
+            *(
+                [
+                    [
+                        label,
+                        "  idle round trips/s (every command sent)",
+                        f"{r['idle_round_trips_ps']:.2f}",
+                        "",
+                        "",
+                    ]
+                ]
+                if not label.startswith("sqlite")
+                else []
+            ),
             [label, "  idle job rows read/s", f"{r['idle_rows_ps']:.0f}", "", ""],
             [
                 label,

@@ -39,6 +39,7 @@ from jobtui.console.widgets.job_cells import (
     column_keys,
     render,
     row_cells,
+    rows_cells,
     widths,
 )
 from jobtui.core.model import Job, Status
@@ -101,14 +102,21 @@ class JobTable(DataTable[Cell]):
         changed = [job for job in jobs if known.get(job.id) != job]
         now = self.clock()
         all_owners = self.all_owners
-        rows = {job.id: row_cells(job, now, all_owners=all_owners) for job in changed}
+        rows = rows_cells(changed, now, all_owners=all_owners)
         sort_by = self.sort_by
         sort_fn = SORTS[sort_by]
+        shown = self._keys
+        column_keys = self._column_keys
         return changed, Prepared(
             rows=rows,
-            widths=widths(rows.values(), len(self._column_keys)),
+            widths=widths(rows.values(), len(column_keys)),
             sort_by=sort_by,
             sort_keys={job.id: sort_fn(job) for job in changed},
+            new_rows={
+                job_id: (RowKey(str(job_id)), dict(zip(column_keys, cells, strict=True)))
+                for job_id, cells in rows.items()
+                if job_id not in shown
+            },
         )
 
     def apply(
@@ -167,7 +175,12 @@ class JobTable(DataTable[Cell]):
             self._remove_rows(gone)
         if added:
             all_ready = prepared is not None and len(added) == len(ready)
-            self._append_rows(added, prepared.widths if all_ready else None, keys_ready)
+            self._append_rows(
+                added,
+                prepared.widths if all_ready else None,
+                keys_ready,
+                prepared.new_rows if prepared is not None else {},
+            )
             resort = True
         self._flush()
         if resort:
@@ -321,25 +334,42 @@ class JobTable(DataTable[Cell]):
             self._swapped.add(row_key)
 
     def _append_rows(
-        self, job_ids: list[int], column_widths: list[int] | None, sort_keys: dict[int, Any]
+        self,
+        job_ids: list[int],
+        column_widths: list[int] | None,
+        sort_keys: dict[int, Any],
+        new_rows: dict[int, tuple[RowKey, dict[ColumnKey, Cell]]] | None = None,
     ) -> None:
-        """``DataTable.add_row`` for many rows at once (its per-row work is per call here)."""
+        """``DataTable.add_row`` for many rows at once (its per-row work is per call here).
+
+        ``new_rows``: rows made in the refresh thread (``Prepared.new_rows``), used when
+        they hold the cells the table has for the job.
+        """
         locations = self._row_locations
         data = self._data
         rows = self.rows
         keys = self._keys
+        all_cells = self._cells
+        all_sort_keys = self._sort_keys
         column_keys = self._column_keys
         sort_fn = SORTS[self.sort_by]
+        made = new_rows or {}
         was_empty = not rows
         index = len(rows)
         for job_id in job_ids:
-            row_key = RowKey(str(job_id))
+            cells = all_cells[job_id]
+            ready = made.get(job_id)
+            if ready is not None and ready[1][column_keys[0]] is cells[0]:
+                row_key, row_data = ready
+            else:
+                row_key = RowKey(str(job_id))
+                row_data = dict(zip(column_keys, cells, strict=True))
             keys[job_id] = row_key
             locations[row_key] = index
             index += 1
-            data[row_key] = dict(zip(column_keys, self._cells[job_id], strict=True))
+            data[row_key] = row_data
             rows[row_key] = Row(row_key, 1)
-            self._sort_keys[job_id] = (
+            all_sort_keys[job_id] = (
                 sort_keys[job_id] if job_id in sort_keys else sort_fn(self.jobs[job_id])
             )
         if column_widths is None:
