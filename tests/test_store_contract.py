@@ -1591,3 +1591,63 @@ def test_resume_after_the_window_closed_finishes(
     job = cstore.resume("windowed")
     assert (job.status, job.next_run) == (Status.FINISHED, None)
     assert cstore.preview(job) == []
+
+
+# ---------------------------------------------------------------------- the console's reads
+
+
+def test_a_batch_read_equals_one_row_reads_and_shares_alike_schedules(cstore: JobStore) -> None:
+    """jobs_changed_since reads many rows at once (shared What/Schedule objects); each Job
+    equals the one read on its own, and sharing never leaks one job's schedule to another."""
+    sql_every(cstore, "a", every=60)
+    sql_every(cstore, "b", every=60)
+    sql_every(cstore, "c", every=90)
+    cstore.submit(
+        "d", What("action", "demo.sleep", ("0.5",)), make_schedule("cron", cron="*/5 * * * *")
+    )
+    cstore.pause("b")
+    batch = {j.name: j for j in cstore.jobs_changed_since(None)}
+    assert batch == {name: cstore.get(name) for name in "abcd"}
+    assert batch["a"].schedule is batch["b"].schedule  # alike: made once
+    assert batch["c"].schedule.every == 90 and batch["d"].what.args == ("0.5",)
+    assert all(
+        j.created.tzinfo is UTC and j.updated and j.updated.tzinfo is UTC for j in batch.values()
+    )
+
+
+def test_poll_sees_changes_made_by_another_connection(db_url: str) -> None:
+    """The console's reader (autocommit on MariaDB) is never held on an old snapshot."""
+    reader, writer = open_store(db_url), open_store(db_url)
+    try:
+        assert reader.jobs_changed_since(None) == []
+        sql_every(writer, "later")
+        assert [j.name for j in reader.jobs_changed_since(None)] == ["later"]
+        assert reader.job_ids() == {writer.get("later").id}
+        writer.pause("later")
+        assert reader.jobs_changed_since(None)[0].status is Status.PAUSED
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_poll_reconnects_when_the_server_drops_its_connection(mariadb_url: str) -> None:
+    """A kept reader connection killed on the server is replaced on the spot, once."""
+    store = open_store(mariadb_url)
+    try:
+        sql_every(store, "j")
+
+        def connection_id() -> int:
+            return int(store.poll(lambda c: c.execute(text("SELECT CONNECTION_ID()")).scalar_one()))
+
+        first = connection_id()
+        assert connection_id() == first  # kept between calls
+        admin = admin_connection()
+        try:
+            with admin.cursor() as cur:
+                cur.execute("KILL %s", (first,))
+        finally:
+            admin.close()
+        assert [j.name for j in store.jobs_changed_since(None)] == ["j"]
+        assert connection_id() != first
+    finally:
+        store.close()

@@ -65,11 +65,11 @@ class RefreshPlan:
         """Run the step's query (in a worker thread)."""
         if step == "full":
             jobs = store.jobs_changed_since(None, all_owners=all_owners)
-            runners = store.runners()
+            runners = store.runners(poll=True)
             self.need_full = False
             return Fetched(jobs, {j.id for j in jobs}, runners, full=True)
         if step == "ids":
             return Fetched(ids=store.job_ids(all_owners=all_owners))
         if step == "runners":
-            return Fetched(runners=store.runners())
+            return Fetched(runners=store.runners(poll=True))
         return Fetched(store.jobs_changed_since(self.since(), all_owners=all_owners))

@@ -308,6 +308,8 @@ class JobStore:
         self._owner_lock = threading.Lock()
         self._tables: tuple[Table, Table] | None = None
         self._tables_lock = threading.Lock()
+        self._poller: Connection | None = None  # see poll()
+        self._poller_lock = threading.Lock()
 
     # ------------------------------------------------------------------ basics
 
@@ -320,6 +322,7 @@ class JobStore:
         return self.backend == "sqlite"
 
     def close(self) -> None:
+        self._drop_poller()
         self.engine.dispose()
 
     @_db_errors
@@ -442,6 +445,47 @@ class JobStore:
         with self.engine.connect() as conn, conn.begin():
             yield conn
 
+    def poll(self, query: Callable[[Connection], T]) -> T:
+        """Run ``query`` (one SELECT, its result read inside) for a caller that asks again
+        and again (the console, once a second).
+
+        On MySQL/MariaDB it runs on one connection kept for the purpose, in autocommit:
+        one round trip, where a pooled read costs three (the pool's pre-ping, the
+        SELECT, the COMMIT). A connection the server dropped while it was kept (a restart,
+        wait_timeout) is replaced once on the spot; a failure on a fresh connection goes
+        to the caller, and the next call connects again. On SQLite it is a plain read
+        transaction (nothing goes over a network).
+        """
+        if self.is_sqlite:
+            with self.read() as conn:
+                return query(conn)
+        with self._poller_lock:
+            while True:
+                kept = self._poller is not None
+                if self._poller is None:
+                    self._poller = self.engine.connect().execution_options(
+                        isolation_level="AUTOCOMMIT"
+                    )
+                conn = self._poller
+                try:
+                    return query(conn)
+                except DBAPIError as exc:
+                    self._drop_poller(locked=True)
+                    if not (kept and exc.connection_invalidated):
+                        raise
+
+    def _drop_poller(self, *, locked: bool = False) -> None:
+        if not locked:
+            with self._poller_lock:
+                self._drop_poller(locked=True)
+            return
+        conn, self._poller = self._poller, None
+        if conn is not None:
+            try:
+                conn.close()
+            except SQLAlchemyError:
+                pass  # the connection is gone already: nothing to give back
+
     # ------------------------------------------------------------------ reading
 
     def _owner_filter(self, owner: str | None) -> Any:
@@ -479,22 +523,21 @@ class JobStore:
 
     @_db_errors
     def jobs_changed_since(self, since: datetime | None, *, all_owners: bool = True) -> list[Job]:
-        """Jobs whose row changed after ``since`` (all jobs when None): the console's refresh."""
+        """Jobs whose row changed after ``since`` (all jobs when None): the console's refresh
+        (through ``poll``)."""
         query = select(self.job_table)
         if since is not None:
             query = query.where(self.job_table.c.updated > to_db(since))
         if not all_owners:
             query = query.where(self._owner_filter(None))
-        with self.read() as conn:
-            return jobs_from_result(conn.execute(query))
+        return self.poll(lambda conn: jobs_from_result(conn.execute(query)))
 
     @_db_errors
     def job_ids(self, *, all_owners: bool = True) -> set[int]:
         query = select(self.job_table.c.id)
         if not all_owners:
             query = query.where(self._owner_filter(None))
-        with self.read() as conn:
-            return {int(r[0]) for r in conn.execute(query)}
+        return self.poll(lambda conn: {int(r[0]) for r in conn.execute(query)})
 
     @_db_errors
     def runs(
@@ -535,10 +578,15 @@ class JobStore:
             return [run_from_row(row) for row in conn.execute(query)]
 
     @_db_errors
-    def runners(self) -> list[RunnerInfo]:
-        """Registered runner processes with their heartbeats."""
-        with self.read() as conn:
-            rows = conn.execute(select(schema.runner).order_by(schema.runner.c.started)).all()
+    def runners(self, *, poll: bool = False) -> list[RunnerInfo]:
+        """Registered runner processes with their heartbeats (``poll``: through ``poll``,
+        for a caller that asks every few seconds)."""
+        query = select(schema.runner).order_by(schema.runner.c.started)
+        if poll:
+            rows = self.poll(lambda conn: conn.execute(query).all())
+        else:
+            with self.read() as conn:
+                rows = conn.execute(query).all()
         return [
             RunnerInfo(
                 id=r.id,
