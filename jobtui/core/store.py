@@ -1483,8 +1483,14 @@ def jobs_from_result(result: Any) -> list[Job]:
 
 
 def job_from_row(row: Any) -> Job:
-    """One job row (a SQLAlchemy ``Row`` or a named tuple with the job table's columns)."""
-    return _jobs_from_values([_job_fields_getter(tuple(row._fields))(row)])[0]
+    """One job row: a SQLAlchemy ``Row`` or a named tuple with the job table's columns (read
+    by position), or any object with them as attributes (``batchsql.RowView``)."""
+    fields = getattr(row, "_fields", None)
+    if fields is not None:
+        values = _job_fields_getter(tuple(fields))(row)
+    else:
+        values = tuple(getattr(row, name) for name in _JOB_FIELDS)
+    return _jobs_from_values([values])[0]
 
 
 def _utc(value: Any) -> datetime | None:
