@@ -449,11 +449,12 @@ class JobStore:
         """Run ``query`` (one SELECT, its result read inside) for a caller that asks again
         and again (the console, once a second).
 
-        On MySQL/MariaDB it runs on one connection kept for the purpose, in autocommit:
-        one round trip, where a pooled read costs three (the pool's pre-ping, the
-        SELECT, the COMMIT). A connection the server dropped while it was kept (a restart,
-        wait_timeout) is replaced once on the spot; a failure on a fresh connection goes
-        to the caller, and the next call connects again. On SQLite it is a plain read
+        On MySQL/MariaDB it runs on one connection kept for the purpose, in
+        autocommit: one round trip, where a pooled read costs four (the pool's
+        pre-ping, the SELECT, the COMMIT, the pool's ROLLBACK on return). A
+        connection the server dropped while it was kept (a restart, wait_timeout)
+        is replaced once on the spot; a failure on a fresh connection goes to the
+        caller, and the next call connects again. On SQLite it is a plain read
         transaction (nothing goes over a network).
         """
         if self.is_sqlite:
