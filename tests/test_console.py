@@ -147,6 +147,26 @@ async def test_main_table_shows_every_job_with_schedule_and_status(sqlite_url: s
         assert "connected" in status and "1 paused" in status and "2 enabled" in status
 
 
+async def test_the_status_line_wraps_when_its_text_stops_fitting_and_unwraps(
+    sqlite_url: str,
+) -> None:
+    """The status line skips the layout pass while its text fits on one line; a text that
+    stops (or starts) fitting still changes its height."""
+    seed(open_store(sqlite_url))
+    async with console(sqlite_url) as (app, pilot, store):
+        line = app.main_screen.query_one("#status")
+        one_line = len(str(line.render()).strip())
+        # padding 0 1: room for the current text and a few more cells, not for "1 disabled"
+        await pilot.resize_terminal(one_line + 2 + 4, SIZE[1])
+        await wait_for(pilot, lambda: line.outer_size.height == 1)
+        store.disable("gamma")  # ", 1 disabled": no longer fits
+        await wait_for(pilot, lambda: "1 disabled" in str(line.render()))
+        await wait_for(pilot, lambda: line.outer_size.height == 2)
+        store.enable("gamma")
+        await wait_for(pilot, lambda: "disabled" not in str(line.render()))
+        await wait_for(pilot, lambda: line.outer_size.height == 1)
+
+
 async def test_columns_widen_to_fit_new_and_changed_cells(sqlite_url: str) -> None:
     seed(open_store(sqlite_url))
     long_name = "a-job-with-a-rather-long-name-for-the-table"

@@ -16,6 +16,7 @@ class StatusLine(Static):
     """One line at the bottom of the main screen, rebuilt from the app's state every tick."""
 
     _shown: str | None = None  # the markup on screen: an unchanged line is not re-laid out
+    _one_line_at: int = -1  # the width at which the markup shown fitted on one line
 
     def show(
         self,
@@ -43,4 +44,12 @@ class StatusLine(Static):
         markup = " ".join(parts)
         if markup != self._shown:
             self._shown = markup
-            self.update(Content.from_markup(markup))
+            content = Content.from_markup(markup)
+            # The line changes every second (the clock). Its height (auto, at most 2:
+            # a narrow terminal wraps it) only changes if the text stops or starts
+            # fitting on one line; otherwise skip the layout pass, which reflows the
+            # whole screen (~10 ms on the event loop, every second).
+            width = self.size.width
+            fits = width > 0 and content.cell_length <= width
+            self.update(content, layout=not (fits and self._one_line_at == width))
+            self._one_line_at = width if fits else -1
