@@ -17,6 +17,7 @@ from typing import Any
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -171,7 +172,11 @@ class JobtuiApp(App[None]):
             if r.id != hosted_id and r.alive(now, HEARTBEAT_TIMEOUT) and not r.stopping
         )
         hosted = self.pool.threads if hosted_id is not None else 0
-        main.query_one("#status").show(  # type: ignore[attr-defined]
+        try:
+            status = main.query_one("#status")
+        except NoMatches:  # the screen is being taken down (the app is exiting)
+            return
+        status.show(  # type: ignore[attr-defined]
             url=self.store.masked_url,
             connected=self.connected,
             hosted=hosted,
