@@ -15,7 +15,7 @@ from sqlalchemy import select, text, update
 from sqlalchemy.engine import make_url
 
 from jobtui.core import claims, schema
-from jobtui.core.batchsql import RowView, update_jobs
+from jobtui.core.batchsql import jobs, row_type, update_jobs
 from jobtui.core.db import make_engine
 from jobtui.core.model import Outcome, What
 from jobtui.core.runner import RunnerPool, _Session
@@ -229,11 +229,25 @@ def test_a_job_paused_between_its_claim_ahead_and_its_slot_does_not_run(
     assert ledger == ["b0", "b2"]
 
 
-def test_row_view_reads_absent_columns_as_empty() -> None:
-    row = RowView(("id", "name"), (7, "x"))
+def test_partial_row_reads_absent_columns_as_empty() -> None:
+    row = row_type(("id", "name"))(7, "x")
     assert (row.id, row.name, row.last_error, row.description) == (7, "x", None, "")
     with pytest.raises(AttributeError):
         _ = row.not_a_column
+
+
+def test_jobs_from_partial_rows_share_definitions_and_keep_state() -> None:
+    cols = ("id", "status", "intent", "phase", "cycles", "schedule_kind", "schedule_interval")
+    rows = [
+        row_type(cols)(i, "SLEEPING", "ENABLED", "SLEEPING", i * 10, "every", 5.0) for i in (1, 2)
+    ]
+    a, b = jobs(cols, rows)
+    assert (a.id, a.cycles, b.id, b.cycles) == (1, 10, 2, 20)
+    assert a.schedule is b.schedule and a.schedule.every == 5.0
+    assert (a.description, a.name, a.last_error, a.running) == ("", None, None, False)
+    # a changed definition is a different schedule, not the cached one
+    (c,) = jobs(cols, [row_type(cols)(3, "SLEEPING", "ENABLED", "SLEEPING", 0, "every", 6.0)])
+    assert c.schedule.every == 6.0
 
 
 def test_update_jobs_refuses_a_name_that_is_not_a_column() -> None:

@@ -772,11 +772,12 @@ class RunnerPool:
             names = {jid: n for (jid, n), ok in zip(wanted, got, strict=True) if ok}
             locked.extend(names.values())
             rows = batchsql.lock_rows(cur, batchsql.CLAIM_COLUMNS, list(names))
+            jobs = batchsql.jobs(batchsql.CLAIM_COLUMNS, rows)
             runs: list[_Run] = []
             values: dict[int, dict[str, Any]] = {}
             run_rows: list[dict[str, Any]] = []
-            for row in rows:
-                plan = self._claim_row(conn, session, row, now)
+            for row, job in zip(rows, jobs, strict=True):
+                plan = self._claim_row(conn, session, row, now, job)
                 if plan is None:
                     continue
                 claimed, vals, rows_ = plan
@@ -812,12 +813,14 @@ class RunnerPool:
         session: _Session,
         row: Any,
         now: datetime,
+        job: Job | None = None,
     ) -> tuple[_Run, dict[str, Any], list[dict[str, Any]]] | None:
         """Plan the claim of one locked job row if it is eligible.
 
         Returns the run, the job row's new values and its run-log rows, or None.
         A slot due within ``lead`` seconds is claimed as if it were due now
-        (the run then waits for its slot before it executes).
+        (the run then waits for its slot before it executes). ``job``: the row
+        as a Job, when the caller built the batch's at once.
         """
         if row.running:
             return None
@@ -842,7 +845,8 @@ class RunnerPool:
         )
         if not due and not row.run_now:
             return None
-        job = job_from_row(row)
+        if job is None:
+            job = job_from_row(row)
         sched = job.schedule
         anchor = _anchor(job)
         skipped = 0
@@ -1159,19 +1163,23 @@ class RunnerPool:
                 }
                 outcomes.append((run.job.id, to_db(run.slot), values))
             batchsql.record_runs(cur, self.runner_id, outcomes)
+            locked = batchsql.lock_rows(
+                cur, batchsql.RECORD_COLUMNS, [run.job.id for run, *_ in items]
+            )
             rows = {
-                int(row.id): row
-                for row in batchsql.lock_rows(
-                    cur, batchsql.RECORD_COLUMNS, [run.job.id for run, *_ in items]
+                int(row.id): (row, job)
+                for row, job in zip(
+                    locked, batchsql.jobs(batchsql.RECORD_COLUMNS, locked), strict=True
                 )
             }
             updates: dict[int, dict[str, Any]] = {}
             for run, outcome, error, finished in items:
-                row = rows.get(run.job.id)
-                if row is None or not row.running or row.runner_id != self.runner_id:
+                found = rows.get(run.job.id)
+                if found is None or not found[0].running or found[0].runner_id != self.runner_id:
                     continue  # removed, or reaped while we were away: the row is not ours now
+                row, job = found
                 values = finish_values(
-                    job_from_row(row),
+                    job,
                     row.phase,
                     outcome=outcome,
                     error=error,

@@ -1415,7 +1415,7 @@ def schedule_columns(s: Schedule) -> dict[str, Any]:
 
 
 # The columns a Job is read from, in the order ``_jobs_from_values`` unpacks them.
-_JOB_FIELDS = (
+JOB_FIELDS = _JOB_FIELDS = (
     "id",
     "owner",
     "name",
@@ -1485,7 +1485,7 @@ def jobs_from_result(result: Any) -> list[Job]:
 
 def job_from_row(row: Any) -> Job:
     """One job row: a SQLAlchemy ``Row`` or a named tuple with the job table's columns (read
-    by position), or any object with them as attributes (``batchsql.RowView``)."""
+    by position), or any object with them as attributes."""
     fields = getattr(row, "_fields", None)
     if fields is not None:
         values = _job_fields_getter(tuple(fields))(row)
@@ -1504,9 +1504,27 @@ def _utc(value: Any) -> datetime | None:
     return from_db(value)
 
 
+# What and Schedule are frozen and made only from their own columns' raw values, so one
+# made for a set of values serves every later row with the same values: a runner that
+# claims and records the same jobs again and again does not re-parse their definitions.
+# Bounded: cleared when full (a console over many distinct jobs just rebuilds them).
+_CACHE_LIMIT = 20_000
+_whats: dict[tuple[Any, ...], What] = {}
+_schedules: dict[tuple[Any, ...], Schedule] = {}
+
+
+def jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
+    """Jobs from rows of values in ``JOB_FIELDS`` order."""
+    return _jobs_from_values(rows)
+
+
 def _jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
-    whats: dict[tuple[Any, ...], What] = {}
-    schedules: dict[tuple[Any, ...], Schedule] = {}
+    whats = _whats
+    schedules = _schedules
+    if len(whats) > _CACHE_LIMIT:
+        whats.clear()
+    if len(schedules) > _CACHE_LIMIT:
+        schedules.clear()
     utc = _utc
     jobs: list[Job] = []
     for (
