@@ -253,3 +253,28 @@ def test_jobs_from_partial_rows_share_definitions_and_keep_state() -> None:
 def test_update_jobs_refuses_a_name_that_is_not_a_column() -> None:
     with pytest.raises(ValueError, match="not a job column"):
         update_jobs(None, {1: {"cycles; DROP TABLE x": 1}})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2007-02-25 23:06:20",
+        "2007-02-25 23:06:20.123456",
+        "2007-02-25 23:06:20.12",
+        "2007-02-25T23:06:20",
+        "9999-12-31 23:59:59.999999",
+        "2007-02-31 23:06:20",
+        "0000-00-00 00:00:00",
+        "2007-W08-7 23:06:20",
+        "2007-02-25 23:06:20,123456",
+        "2007-02-25 23:06:20.123+05",
+        b"2007-02-25 23:06:20",
+    ],
+)
+def test_datetime_decoder_reads_what_pymysql_reads(text: str | bytes) -> None:
+    from pymysql.converters import convert_datetime
+
+    from jobtui.core.db import _read_datetime
+
+    ours, theirs = _read_datetime(text), convert_datetime(text)
+    assert (type(ours), ours) == (type(theirs), theirs)

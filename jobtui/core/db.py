@@ -16,6 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pymysql import converters as pymysql_converters
+from pymysql.constants import FIELD_TYPE
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError
@@ -175,6 +177,39 @@ def _sqlite_engine(url: URL) -> Engine:
     return engine
 
 
+def _read_datetime(value: Any) -> Any:
+    """PyMySQL's DATETIME/TIMESTAMP decoder with a C fast path for what the server sends.
+
+    A runner reads about six datetimes a row at every claim and recording, and
+    PyMySQL's regular-expression decoder was 7 % of its CPU. The server's text is
+    ``YYYY-MM-DD hh:mm:ss`` with an optional ``.ffffff``; ``fromisoformat`` gives
+    the same naive datetime for it. Anything else (zero dates, a shorter fraction)
+    goes to PyMySQL's decoder as before.
+    """
+    if (
+        type(value) is str
+        and (len(value) == 19 or (len(value) == 26 and value[19] == "."))
+        and value[4] == value[7] == "-"
+        and value[10] == " "
+        and value[13] == value[16] == ":"
+    ):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            if parsed.tzinfo is None:
+                return parsed
+    return pymysql_converters.convert_datetime(value)
+
+
+def _mysql_conversions() -> dict[Any, Any]:
+    conv = dict(pymysql_converters.conversions)
+    conv[FIELD_TYPE.DATETIME] = _read_datetime
+    conv[FIELD_TYPE.TIMESTAMP] = _read_datetime
+    return conv
+
+
 def _mysql_engine(url: URL, *, pool_size: int) -> Engine:
     query = dict(url.query)
     option_file = query.get("read_default_file")
@@ -193,5 +228,6 @@ def _mysql_engine(url: URL, *, pool_size: int) -> Engine:
             "init_command": "SET time_zone = '+00:00'",
             "connect_timeout": 5,
             "autocommit": False,
+            "conv": _mysql_conversions(),
         },
     )
