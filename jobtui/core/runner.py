@@ -748,6 +748,25 @@ class RunnerPool:
                     locked.remove(n)
         return runs
 
+    @contextmanager
+    def _raw_txn(self, conn: Connection, what: str) -> Iterator[Any]:
+        """A DB-API cursor on ``conn`` for one transaction of raw statements (batchsql):
+        committed when the block ends, rolled back when it raises."""
+        if conn.in_transaction():
+            conn.rollback()
+        cur = executor.dbapi_connection(conn).cursor()
+        try:
+            yield cur
+            executor.commit(conn)
+        except BaseException:
+            try:
+                executor.rollback(conn)
+            except Exception as exc:
+                log.debug("rollback after a failed %s: %s", what, _describe(exc))
+            raise
+        finally:
+            cur.close()
+
     def _claim_batch(
         self,
         session: _Session,
@@ -762,11 +781,7 @@ class RunnerPool:
         run-log rows (UNIQUE slot) written in the claim's transaction.
         """
         now = self.now()
-        if conn.in_transaction():
-            conn.rollback()
-        raw = executor.dbapi_connection(conn)
-        cur = raw.cursor()
-        try:
+        with self._raw_txn(conn, "claim") as cur:
             wanted = [(jid, self._lock_name(jid)) for jid in job_ids]
             got = batchsql.get_locks(cur, [n for _, n in wanted])
             names = {jid: n for (jid, n), ok in zip(wanted, got, strict=True) if ok}
@@ -794,15 +809,6 @@ class RunnerPool:
             claimed_ids = {run.job.id for run in runs}
             unused = [n for jid, n in names.items() if jid not in claimed_ids]
             batchsql.release_locks(cur, unused)
-            executor.commit(conn)
-        except BaseException:
-            try:
-                executor.rollback(conn)
-            except Exception as exc:
-                log.debug("rollback after a failed claim: %s", _describe(exc))
-            raise
-        finally:
-            cur.close()
         for n in unused:
             locked.remove(n)
         return runs
@@ -1144,11 +1150,7 @@ class RunnerPool:
         release: list[str],
     ) -> None:
         """MySQL/MariaDB: record a batch's outcomes in five statements (batchsql)."""
-        if conn.in_transaction():
-            conn.rollback()
-        raw = executor.dbapi_connection(conn)
-        cur = raw.cursor()
-        try:
+        with self._raw_txn(conn, "recording") as cur:
             outcomes = []
             for run, outcome, error, finished in items:
                 started = run.exec_start  # None: it never started executing
@@ -1194,15 +1196,6 @@ class RunnerPool:
             # Inside the transaction: the job rows stay locked until the commit, so a
             # runner that takes a named lock now still waits for the row.
             batchsql.release_locks(cur, release)
-            executor.commit(conn)
-        except BaseException:
-            try:
-                executor.rollback(conn)
-            except Exception as exc:
-                log.debug("rollback after a failed recording: %s", _describe(exc))
-            raise
-        finally:
-            cur.close()
 
     def _record_run(
         self, c: Connection, run: _Run, outcome: Outcome, error: str | None, finished: datetime
