@@ -1153,16 +1153,7 @@ class RunnerPool:
         with self._raw_txn(conn, "recording") as cur:
             outcomes = []
             for run, outcome, error, finished in items:
-                started = run.exec_start  # None: it never started executing
-                values = {
-                    "outcome": outcome.value,
-                    "started": to_db(started),
-                    "finished": to_db(finished),
-                    "duration": (
-                        None if started is None else max(0.0, (finished - started).total_seconds())
-                    ),
-                    "error": error,
-                }
+                values = _run_outcome(run, outcome, error, finished)
                 outcomes.append((run.job.id, to_db(run.slot), values))
             batchsql.record_runs(cur, self.runner_id, outcomes)
             locked = batchsql.lock_rows(
@@ -1176,22 +1167,11 @@ class RunnerPool:
             }
             updates: dict[int, dict[str, Any]] = {}
             for run, outcome, error, finished in items:
-                found = rows.get(run.job.id)
-                if found is None or not found[0].running or found[0].runner_id != self.runner_id:
-                    continue  # removed, or reaped while we were away: the row is not ours now
-                row, job = found
-                values = finish_values(
-                    job,
-                    row.phase,
-                    outcome=outcome,
-                    error=error,
-                    started=run.exec_start or run.started,
-                    finished=finished,
-                    manual=run.manual,
-                    shutdown=run.abort_reason in ("shutdown", "withdrawn"),
-                )
-                values.update(locked_by=None, locked_until=None)
-                updates[run.job.id] = values
+                row, job = rows.get(run.job.id, (None, None))
+                new = self._finished_job(row, job, run, outcome, error, finished)
+                if new is not None:
+                    new.update(locked_by=None, locked_until=None)
+                    updates[run.job.id] = new
             batchsql.update_jobs(cur, updates)
             # Inside the transaction: the job rows stay locked until the commit, so a
             # runner that takes a named lock now still waits for the row.
@@ -1200,20 +1180,14 @@ class RunnerPool:
     def _record_run(
         self, c: Connection, run: _Run, outcome: Outcome, error: str | None, finished: datetime
     ) -> None:
-        started = run.exec_start  # None: it never started executing
+        values = _run_outcome(run, outcome, error, finished)
         c.execute(
             _run_update_stmt(),
             {
                 "w_job_id": run.job.id,
                 "w_slot": to_db(run.slot),
                 "w_runner": self.runner_id,
-                "v_outcome": outcome.value,
-                "v_started": to_db(started),
-                "v_finished": to_db(finished),
-                "v_duration": (
-                    None if started is None else max(0.0, (finished - started).total_seconds())
-                ),
-                "v_error": error,
+                **{f"v_{k}": v for k, v in values.items()},
             },
         )
 
@@ -1226,10 +1200,29 @@ class RunnerPool:
         error: str | None,
         finished: datetime,
     ) -> None:
-        if row is None or not row.running or row.runner_id != self.runner_id:
-            return  # removed, or reaped while we were away: the row is not ours now
-        values = finish_values(
-            job_from_row(row),
+        job = job_from_row(row) if row is not None else None
+        values = self._finished_job(row, job, run, outcome, error, finished)
+        if values is None:
+            return
+        if not self.hold:
+            values.update(locked_by=None, locked_until=None)
+        update_job(c, run.job.id, values)
+
+    def _finished_job(
+        self,
+        row: Any,
+        job: Job | None,
+        run: _Run,
+        outcome: Outcome,
+        error: str | None,
+        finished: datetime,
+    ) -> dict[str, Any] | None:
+        """The job row's new values once ``run`` ended (``finish_values``), or None when
+        the locked row is not ours any more."""
+        if row is None or job is None or not row.running or row.runner_id != self.runner_id:
+            return None  # removed, or reaped while we were away: the row is not ours now
+        return finish_values(
+            job,
             row.phase,
             outcome=outcome,
             error=error,
@@ -1238,9 +1231,6 @@ class RunnerPool:
             manual=run.manual,
             shutdown=run.abort_reason in ("shutdown", "withdrawn"),
         )
-        if not self.hold:
-            values.update(locked_by=None, locked_until=None)
-        update_job(c, run.job.id, values)
 
     # ------------------------------------------------------------------ staying alive
 
@@ -1486,6 +1476,20 @@ def update_job(
     params = {f"v_{k}": v for k, v in values.items()}
     params["w_id"] = job_id
     return c.execute(stmt, params)
+
+
+def _run_outcome(
+    run: _Run, outcome: Outcome, error: str | None, finished: datetime
+) -> dict[str, Any]:
+    """A run-log row's columns once the run ended (``started`` None: it never executed)."""
+    started = run.exec_start
+    return {
+        "outcome": outcome.value,
+        "started": to_db(started),
+        "finished": to_db(finished),
+        "duration": None if started is None else max(0.0, (finished - started).total_seconds()),
+        "error": error,
+    }
 
 
 def _run_update_stmt() -> Any:
