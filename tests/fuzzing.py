@@ -158,19 +158,24 @@ def dump(url: str) -> dict[str, list[tuple[Any, ...]]]:
         }
 
 
+def assert_status_derived(row: Any) -> None:
+    """A job row's status is what its state columns say."""
+    assert (
+        row.status
+        == derive_status(
+            intent=row.intent,
+            broken=bool(row.broken),
+            running=bool(row.running),
+            phase=row.phase,
+        ).value
+    ), row
+
+
 def check_consistent(url: str) -> None:
     """Every job row's status is what its state columns say."""
     with _engine(url).connect() as conn:
         for row in conn.execute(select(schema.job)):
-            assert (
-                row.status
-                == derive_status(
-                    intent=row.intent,
-                    broken=bool(row.broken),
-                    running=bool(row.running),
-                    phase=row.phase,
-                ).value
-            ), row
+            assert_status_derived(row)
 
 
 _copy_of: dict[str, Path] = {}  # url -> the template it is a fresh copy of

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fuzzing import assert_status_derived
 from procs import Worker, wait_for
 from sqlalchemy import select
 
@@ -42,7 +43,6 @@ from jobtui.core.runner import finish_values
 from jobtui.core.schedules import make_schedule
 from jobtui.core.store import JobStore, open_store
 from jobtui.core.timeutil import from_db, utcnow
-from jobtui.core.transitions import derive_status
 
 pytestmark = pytest.mark.slow
 
@@ -143,15 +143,7 @@ def snapshot_check(store: JobStore) -> int:
     in_flight = {(row.job_id, row.runner) for row in running}
     job_ids = {row.id for row in jobs}
     for row in jobs:
-        assert (
-            row.status
-            == derive_status(
-                intent=row.intent,
-                broken=bool(row.broken),
-                running=bool(row.running),
-                phase=row.phase,
-            ).value
-        ), row
+        assert_status_derived(row)
         if row.running:
             assert row.runner_id, row
             assert (row.id, row.runner_id) in in_flight, (row, running)
@@ -322,12 +314,7 @@ def chaos(url: str, tmp_path: Path, procs: list[Any]) -> None:
         assert max(slots.values()) == 1
         for row in jobs:
             assert not row.running, row
-            assert (
-                row.status
-                == derive_status(
-                    intent=row.intent, broken=bool(row.broken), running=False, phase=row.phase
-                ).value
-            )
+            assert_status_derived(row)
 
         # paused jobs start nothing; an aborted job is not retried
         paused = intervals(records, {"pause"}, {"resume", "resubmit"})
