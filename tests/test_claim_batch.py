@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from conftest import admin_connection
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import select, text, update
 from sqlalchemy.engine import make_url
 
@@ -278,3 +281,31 @@ def test_datetime_decoder_reads_what_pymysql_reads(text: str | bytes) -> None:
 
     ours, theirs = _read_datetime(text), convert_datetime(text)
     assert (type(ours), ours) == (type(theirs), theirs)
+
+
+@given(
+    st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59)),
+    st.sampled_from([None, UTC, timezone(timedelta(hours=5, minutes=30))]),
+)
+def test_datetime_encoder_writes_what_pymysql_writes(value: datetime, tz: Any) -> None:
+    from pymysql.converters import escape_datetime
+
+    from jobtui.core.db import _write_datetime
+
+    value = value.replace(tzinfo=tz)
+    assert _write_datetime(value) == escape_datetime(value)
+
+
+@pytest.mark.mariadb
+def test_datetime_encoder_round_trips_through_mariadb(mariadb_url: str) -> None:
+    """What the runner binds is what the server stores: with and without microseconds."""
+    engine = make_engine(mariadb_url)
+    values = [datetime(2026, 12, 2, 16, 0, 0), datetime(2026, 12, 2, 16, 0, 0, 1)]
+    try:
+        with engine.connect() as conn:
+            cur = conn.connection.dbapi_connection.cursor()
+            for value in values:
+                cur.execute("SELECT CAST(%s AS DATETIME(6))", (value,))
+                assert cur.fetchone()[0] == value
+    finally:
+        engine.dispose()

@@ -11,6 +11,7 @@ do what it runs (a refusal fails the run).
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
 from typing import Any
@@ -32,6 +33,7 @@ def dbapi_connection(conn: Connection) -> Any:
     return conn.connection.dbapi_connection
 
 
+@functools.lru_cache(maxsize=4096)
 def call_statement(target: str, nargs: int) -> str:
     """``CALL `schema`.`proc`(%s, ...)``: identifiers validated and quoted, args bound."""
     schema_name, proc = split_procedure(target)

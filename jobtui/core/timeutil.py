@@ -28,7 +28,10 @@ def iso(value: datetime | None) -> str | None:
 
 def aware(value: datetime) -> datetime:
     """Treat a naive datetime as UTC; convert an aware one to UTC."""
-    if value.tzinfo is None:
+    tz = value.tzinfo
+    if tz is UTC:
+        return value
+    if tz is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
 
@@ -37,7 +40,12 @@ def to_db(value: datetime | None) -> datetime | None:
     """Aware datetime to the naive UTC value the tables store."""
     if value is None:
         return None
-    return aware(value).replace(tzinfo=None)
+    tz = value.tzinfo
+    if tz is None:
+        return value
+    if tz is not UTC:
+        value = value.astimezone(UTC)
+    return value.replace(tzinfo=None)
 
 
 def from_db(value: datetime | str | None) -> datetime | None:
