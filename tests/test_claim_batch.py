@@ -290,10 +290,10 @@ def test_datetime_decoder_reads_what_pymysql_reads(text: str | bytes) -> None:
 def test_datetime_encoder_writes_what_pymysql_writes(value: datetime, tz: Any) -> None:
     from pymysql.converters import escape_datetime
 
-    from jobtui.core.db import _write_datetime
+    from jobtui.core.db import write_datetime
 
     value = value.replace(tzinfo=tz)
-    assert _write_datetime(value) == escape_datetime(value)
+    assert write_datetime(value) == escape_datetime(value)
 
 
 @pytest.mark.mariadb
@@ -309,3 +309,34 @@ def test_datetime_encoder_round_trips_through_mariadb(mariadb_url: str) -> None:
                 assert cur.fetchone()[0] == value
     finally:
         engine.dispose()
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(min_value=-(2**63), max_value=2**64),
+            st.floats(allow_nan=False, allow_infinity=False),
+            st.text(),
+            st.datetimes(),
+            st.datetimes(timezones=st.just(UTC)),
+        ),
+        max_size=20,
+    ),
+    st.booleans(),
+)
+def test_batch_literals_are_what_pymysql_writes(params: list[Any], no_backslash: bool) -> None:
+    """The batch statements' values are escaped exactly as PyMySQL's mogrify does,
+    in both of the server's quoting modes."""
+    import pymysql
+    from pymysql.constants import SERVER_STATUS
+
+    from jobtui.core.batchsql import literals
+    from jobtui.core.db import _mysql_conversions
+
+    conn = pymysql.connections.Connection(defer_connect=True, conv=_mysql_conversions())
+    conn.server_status = SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES if no_backslash else 0
+    cur = conn.cursor()
+    sql = ", ".join(["%s"] * len(params))
+    assert sql % literals(conn, params) == cur.mogrify(sql, params)

@@ -203,7 +203,7 @@ def _read_datetime(value: Any) -> Any:
     return pymysql_converters.convert_datetime(value)
 
 
-def _write_datetime(value: datetime, mapping: Any = None) -> str:
+def write_datetime(value: datetime, mapping: Any = None) -> str:
     """PyMySQL's datetime literal, built by ``isoformat`` (C) instead of ``str.format``.
 
     The runner binds five or six datetimes a run; PyMySQL's encoder was the
@@ -220,7 +220,7 @@ def _mysql_conversions() -> dict[Any, Any]:
     conv = dict(pymysql_converters.conversions)
     conv[FIELD_TYPE.DATETIME] = _read_datetime
     conv[FIELD_TYPE.TIMESTAMP] = _read_datetime
-    conv[datetime] = _write_datetime
+    conv[datetime] = write_datetime
     return conv
 
 

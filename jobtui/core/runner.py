@@ -869,16 +869,17 @@ class RunnerPool:
         else:
             slot, nxt = now, next_run  # run-now leaves the schedule alone
         start = at if due else now  # a slot claimed ahead starts at the slot
+        start_db = to_db(start)
         values: dict[str, Any] = {
             "running": True,
             "status": Status.RUNNING.value,
-            "this_run": to_db(start),
+            "this_run": start_db,
             "next_run": to_db(nxt),
             "runner_id": self.runner_id,
             "runner_connection_id": session.cid,
-            "runner_start": to_db(start),
+            "runner_start": start_db,
             "runner_finish": None,
-            "last_cycle_start": to_db(start),
+            "last_cycle_start": start_db,
             "run_now": False,
             "abort_requested": False,
             "updated": to_db(now),
@@ -913,7 +914,7 @@ class RunnerPool:
             {
                 **common,
                 "scheduled_for": to_db(slot),
-                "started": to_db(start),
+                "started": start_db,
                 "outcome": Outcome.RUNNING.value,
                 "error": None,
                 "skipped": 0,
