@@ -232,6 +232,46 @@ def test_a_job_paused_between_its_claim_ahead_and_its_slot_does_not_run(
     assert ledger == ["b0", "b2"]
 
 
+def test_a_slow_run_in_a_burst_does_not_hold_back_the_others_recording(
+    store: JobStore, pool: RunnerPool
+) -> None:
+    """Batches claimed ahead of one slot record after the slot's other batches have
+    executed, but wait BURST_WAIT at most: a long run does not keep a short one "running"."""
+    import threading
+
+    from jobtui.core.runner import BURST_WAIT
+
+    ids = make_jobs(store, 2, due_ago=-0.3)  # due 0.3 s from now
+    slow = 3 * BURST_WAIT + 1.0
+    store.change("b1", what=What("action", "demo.sleep", (str(slow),)))
+    pool._lead = timedelta(seconds=1.0)
+    sessions = [_Session(pool.engine, pool.mysql) for _ in ids]
+    try:
+        batches = [pool._claim(session, [jid]) for session, jid in zip(sessions, ids, strict=True)]
+        assert all(len(b) == 1 and b[0].ahead for b in batches)
+        threads = [threading.Thread(target=pool._run_batch, args=(b,)) for b in batches]
+        for t in threads:
+            t.start()
+        recorded_at = None
+        deadline = time.monotonic() + slow + 10
+        while time.monotonic() < deadline:
+            if not job_rows(store)["b0"]["running"]:
+                recorded_at = time.monotonic()
+                break
+            time.sleep(0.02)
+        slow_running = job_rows(store)["b1"]["running"]
+        for t in threads:
+            t.join(timeout=slow + 10)
+    finally:
+        for session in sessions:
+            session.discard()
+    assert recorded_at is not None
+    assert slow_running  # b0 was recorded while b1 still ran
+    logged = {x["job_name"]: x for x in run_rows(store)}
+    assert logged["b0"]["outcome"] == logged["b1"]["outcome"] == Outcome.OK.value
+    assert logged["b1"]["duration"] >= slow - 0.05
+
+
 def test_partial_row_reads_absent_columns_as_empty() -> None:
     row = row_type(("id", "name"))(7, "x")
     assert (row.id, row.name, row.last_error, row.description) == (7, "x", None, "")
@@ -340,3 +380,30 @@ def test_batch_literals_are_what_pymysql_writes(params: list[Any], no_backslash:
     cur = conn.cursor()
     sql = ", ".join(["%s"] * len(params))
     assert sql % literals(conn, params) == cur.mogrify(sql, params)
+
+
+@pytest.mark.mariadb
+def test_a_pooled_connection_lost_on_its_return_is_one_warning_not_a_traceback(
+    mariadb_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server ends a connection (a restart, KILL) while it sits checked out; the pool's
+    rollback on its return fails: a worker's log gets one line, not an ERROR traceback."""
+    import logging
+
+    claims.quiet_lost_resets()
+    engine = make_engine(mariadb_url)
+    try:
+        conn = engine.connect()
+        cid = claims.connection_id(conn)
+        conn.commit()  # idle, as a runner's connections are between statements
+        admin = admin_connection()
+        with admin.cursor() as cur:
+            cur.execute("KILL CONNECTION %s", (cid,))
+        admin.close()
+        with caplog.at_level(logging.WARNING, logger=claims.POOL_LOGGER):
+            conn.close()  # back to the pool: the reset finds the connection gone
+    finally:
+        engine.dispose()
+    records = [r for r in caplog.records if r.name == claims.POOL_LOGGER]
+    assert [(r.levelname, r.exc_info) for r in records] == [("WARNING", None)]
+    assert "lost while it was returned" in records[0].getMessage()

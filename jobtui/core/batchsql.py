@@ -208,13 +208,17 @@ def release_locks(cur: Any, names: Sequence[str]) -> None:
 def lock_rows(cur: Any, columns: Sequence[str], ids: Sequence[int]) -> list[Any]:
     """``SELECT <columns> FROM jobtui_job WHERE id IN (...) ORDER BY id FOR UPDATE``: rows
     of ``row_type(columns)``."""
+    return read_rows(cur, columns, ids, lock=True)
+
+
+def read_rows(cur: Any, columns: Sequence[str], ids: Sequence[int], *, lock: bool) -> list[Any]:
+    """The job rows ``ids`` (those that exist), ``columns`` of each, by id; ``lock``: FOR UPDATE."""
     if not ids:
         return []
     cols = ", ".join(columns)
+    tail = " FOR UPDATE" if lock else ""
     _execute(
-        cur,
-        f"SELECT {cols} FROM {JOB} WHERE id IN ({_marks(len(ids))}) ORDER BY id FOR UPDATE",
-        ids,
+        cur, f"SELECT {cols} FROM {JOB} WHERE id IN ({_marks(len(ids))}) ORDER BY id{tail}", ids
     )
     make = row_type(columns)._make
     return [make(row) for row in cur.fetchall()]

@@ -11,6 +11,7 @@ the whole protocol.
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 from typing import Any
 
@@ -79,6 +80,37 @@ def is_disconnect(exc: BaseException) -> bool:
         return True
     name = type(orig).__name__
     return name in ("InterfaceError",) and "pymysql" in type(orig).__module__
+
+
+# SQLAlchemy's pool rolls a connection back when it is returned; when the server went
+# away just before, it logs "Exception during reset or similar" at ERROR with a whole
+# traceback, though the pool then simply drops that connection (the next checkout
+# reconnects). During a server restart that put tracebacks in every worker's log.
+POOL_LOGGER = "sqlalchemy.pool.impl.QueuePool"
+
+
+class _LostResetFilter(logging.Filter):
+    """One WARNING line instead of an ERROR traceback for a reset that found the server gone."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and is_disconnect(exc) and "reset" in str(record.msg):
+            record.msg = "a pooled connection was lost while it was returned (dropped): %s"
+            record.args = (" ".join(str(exc).split()),)
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+_lost_reset_filter = _LostResetFilter()
+
+
+def quiet_lost_resets() -> None:
+    """Install the filter on the pool's logger (once; safe to call again)."""
+    logger = logging.getLogger(POOL_LOGGER)
+    if _lost_reset_filter not in logger.filters:
+        logger.addFilter(_lost_reset_filter)
 
 
 def is_duplicate(exc: BaseException) -> bool:

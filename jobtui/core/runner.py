@@ -60,6 +60,8 @@ MAX_BATCH = 256  # short jobs claimed and recorded together when many are due
 BATCH_BUDGET = 0.25  # seconds: a batch's jobs run one after another; their last runs add up to this
 MIN_PASS = 0.02  # seconds between two scheduler passes a worker asked for
 DEFAULT_LEAD = 0.25  # seconds: a slot due this soon is claimed now and executed at its time
+RECHECK_COLUMNS = ("id", "intent", "broken", "abort_requested")  # a run claimed ahead, at its slot
+BURST_WAIT = 0.2  # seconds: the longest a batch's recording waits for a slot's other batches
 SHORT_RUN = 0.1  # seconds: a job whose last run took less may be batched
 MAX_ERROR_LENGTH = 8000
 MAX_COALESCE_STEPS = 10_000
@@ -205,6 +207,11 @@ class RunnerPool:
         self._schema = ""
         self._lock = threading.Lock()
         self._active: dict[int, _Run | None] = {}  # job id -> run (None while claiming)
+        # Batches claimed ahead of their slot that are executing now: their recording
+        # waits for the others' executions (BURST_WAIT at most), so a slot's burst of
+        # runs is not slowed down by the bookkeeping of the batches that ended first.
+        self._burst = threading.Condition()
+        self._bursting = 0
         self._cooldown: dict[int, float] = {}
         self._long_taken: set[int] = set()  # taken jobs that are not batched (guarded by _lock)
         self._queue: queue.Queue[tuple[str, list[int]] | None] = queue.Queue()
@@ -242,6 +249,7 @@ class RunnerPool:
         if self.running:
             return
         url = self.store.url
+        claims.quiet_lost_resets()
         if self.store.is_sqlite and (":memory:" in url or url.rstrip("/") == "sqlite:"):
             self._engine = self.store.engine
         else:
@@ -621,14 +629,27 @@ class RunnerPool:
         """Execute claimed runs one after the other (each at its slot), then record them."""
         done: list[tuple[_Run, Outcome, str | None, datetime]] = []
         checked = False
-        for run in runs:  # a batch runs one after the other on this connection
-            if run.ahead:
-                self._wait_for_slot(run)
-                if not checked:
-                    checked = True
-                    self._withdraw([r for r in runs if r.ahead])
-            outcome, error = self._execute(run)
-            done.append((run, outcome, error, self.now()))
+        burst = any(run.ahead for run in runs)
+        if burst:
+            with self._burst:
+                self._bursting += 1
+        try:
+            for run in runs:  # a batch runs one after the other on this connection
+                if run.ahead:
+                    self._wait_for_slot(run)
+                    if not checked:
+                        checked = True
+                        self._withdraw([r for r in runs if r.ahead])
+                outcome, error = self._execute(run)
+                done.append((run, outcome, error, self.now()))
+        finally:
+            if burst:
+                with self._burst:
+                    self._bursting -= 1
+                    self._burst.notify_all()
+        if burst:
+            with self._burst:
+                self._burst.wait_for(lambda: self._bursting == 0, timeout=BURST_WAIT)
         self._finish(done)
 
     def _wait_for_slot(self, run: _Run) -> None:
@@ -647,13 +668,24 @@ class RunnerPool:
         """
         j = schema.job
         ids = [run.job.id for run in runs]
-        query = select(j.c.id, j.c.intent, j.c.broken, j.c.abort_requested).where(j.c.id.in_(ids))
+        rows: dict[int, Any]
         try:
-            with self.engine.connect() as conn:
-                rows = {int(row.id): row for row in conn.execute(query)}
-                conn.rollback()
+            if self.mysql:
+                # On the batch's own (idle) connection, in a transaction of its own:
+                # no pool checkout at the slot, when every thread re-checks at once.
+                session = runs[0].session
+                with self._raw_txn(session.get(), "re-check") as cur:
+                    found = batchsql.read_rows(cur, RECHECK_COLUMNS, ids, lock=False)
+                rows = {int(row.id): row for row in found}
+            else:
+                query = select(*(j.c[name] for name in RECHECK_COLUMNS)).where(j.c.id.in_(ids))
+                with self.engine.connect() as conn:
+                    rows = {int(row.id): row for row in conn.execute(query)}
+                    conn.rollback()
         except Exception as exc:  # the runs go ahead as claimed; the monitor still aborts
             log.warning("could not re-check jobs claimed ahead: %s", _describe(exc))
+            if claims.is_disconnect(exc):
+                runs[0].session.discard()
             return
         for run in runs:
             row = rows.get(run.job.id)
