@@ -61,6 +61,9 @@ import _common as c
 
 SYSTEMS = ("jobtui", "jobtui2", "events", "apscheduler", "floor")
 
+# The issue's targets for jobtui: N -> (p99 lateness in ms, two worker processes)
+TARGETS = {100: (10.0, False), 1000: (50.0, False), 3000: (200.0, True)}
+
 
 @dataclass
 class Result:
@@ -592,7 +595,68 @@ def render(results: list[Result], header: list[str], args: argparse.Namespace) -
                 jrows,
             )
         )
+    bound = bound_rows(results)
+    if bound:
+        out.append("")
+        out.append(
+            f"What this machine allows ({os.cpu_count()} cores shared by the server and the "
+            "client): the floor's CPU per firing, and the p99 it implies if a slot's firings "
+            "were spread perfectly over the cores (0.99 N x CPU per firing / cores). 'server "
+            "only' is what even a client costing nothing would meet (an estimate: part of a "
+            "firing's server work, the commit, follows its NOW(6)); 'client + server' counts "
+            "a PyMySQL client's own work too, which jobtui's runner also does."
+        )
+        out.append(
+            c.table(
+                [
+                    "N",
+                    "floor server ms/firing",
+                    "floor total ms/firing",
+                    "p99 est. server only",
+                    "p99 est. client + server",
+                    "floor p99",
+                    "target p99",
+                    "jobtui p99",
+                    "jobtui done",
+                ],
+                bound,
+            )
+        )
     return "\n".join(out)
+
+
+def bound_rows(results: list[Result]) -> list[list[Any]]:
+    """Per N with a floor run: the p99 lateness the floor's CPU per firing allows."""
+    rows = []
+    cores = os.cpu_count() or 1
+    for floor in results:
+        rep = floor.report
+        if floor.system != "floor" or rep is None or not rep.done:
+            continue
+        if math.isnan(floor.server_cpu) or math.isnan(floor.client_cpu):
+            continue
+        server = floor.server_cpu / rep.done
+        total = (floor.server_cpu + floor.client_cpu) / rep.done
+        target, two = TARGETS.get(floor.jobs, (math.nan, False))
+        system = "jobtui2" if two else "jobtui"
+        ours = next(
+            (r.report for r in results if r.jobs == floor.jobs and r.system == system and r.report),
+            None,
+        )
+        rows.append(
+            [
+                floor.jobs,
+                f"{server * 1000:.3f}",
+                f"{total * 1000:.3f}",
+                c.ms(0.99 * floor.jobs * server / cores),
+                c.ms(0.99 * floor.jobs * total / cores),
+                c.ms(rep.lateness.p99),
+                "-" if math.isnan(target) else f"{target:g}",
+                "-" if ours is None else f"{c.ms(ours.lateness.p99)} ({system})",
+                "-" if ours is None else f"{ours.done}/{ours.expected}",
+            ]
+        )
+    return rows
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
