@@ -1621,16 +1621,17 @@ def finish_values(
     broken = job.broken
     failures = job.failures
     next_run = job.next_run
+    finished_db = to_db(finished)
     values: dict[str, Any] = {
         "running": False,
         "this_run": None,
-        "runner_finish": to_db(finished),
+        "runner_finish": finished_db,
         "last_outcome": outcome.value,
         "last_error": error,
         "last_duration": duration,
-        "last_cycle_finish": to_db(finished),
+        "last_cycle_finish": finished_db,
         "abort_requested": False,
-        "updated": to_db(finished),
+        "updated": finished_db,
     }
     # ABORTED on a scheduled run's row: an operator aborted while it ran (a scheduled
     # run is never claimed in that phase) and it ended before the interrupt did. The
@@ -1666,7 +1667,7 @@ def finish_values(
     elif outcome is Outcome.ABORTED and next_run is None and phase != "FINISHED" and not manual:
         # A shutdown cut the only slot off (a once job) and rolled it back: run it
         # again as soon as a runner is up, rather than leaving it with no next run.
-        values["next_run"] = to_db(finished)
+        values["next_run"] = finished_db
     values.update(
         failures=failures,
         broken=broken,
