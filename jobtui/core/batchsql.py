@@ -16,13 +16,12 @@ from __future__ import annotations
 from collections import namedtuple
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from operator import itemgetter
 from typing import Any
 
 from jobtui.core import schema
 from jobtui.core.db import write_datetime
 from jobtui.core.model import Job, Outcome
-from jobtui.core.store import JOB_FIELDS, jobs_from_values
+from jobtui.core.store import SCHEDULE_FIELDS, job_fields_getter, jobs_from_values
 
 JOB = schema.job.name
 RUN = schema.run.name
@@ -47,14 +46,7 @@ CLAIM_COLUMNS = (
     "what_kind",
     "what_target",
     "what_args",
-    "schedule_kind",
-    "schedule_interval",
-    "schedule_cron",
-    "schedule_tz",
-    "schedule_expr",
-    "schedule_start",
-    "schedule_finish",
-    "schedule_anchor",
+    *SCHEDULE_FIELDS,
     "status",
     "intent",
     "phase",
@@ -70,14 +62,7 @@ CLAIM_COLUMNS = (
 # the row is still ours. Not what it runs, nor its names: finish_values does not read them.
 RECORD_COLUMNS = (
     "id",
-    "schedule_kind",
-    "schedule_interval",
-    "schedule_cron",
-    "schedule_tz",
-    "schedule_expr",
-    "schedule_start",
-    "schedule_finish",
-    "schedule_anchor",
+    *SCHEDULE_FIELDS,
     "status",
     "intent",
     "phase",
@@ -135,31 +120,10 @@ def row_type(columns: Sequence[str]) -> Any:
     return cls
 
 
-_job_getters: dict[tuple[str, ...], tuple[Callable[[Any], tuple[Any, ...]], tuple[Any, ...]]] = {}
-
-
 def jobs(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[Job]:
-    """``Job`` objects from rows of ``columns`` (absent columns as a full row reads them).
-
-    Each row is padded with the absent columns' values and reordered by one
-    ``itemgetter``; the definitions come from the store's shared cache.
-    """
-    key = tuple(columns)
-    found = _job_getters.get(key)
-    if found is None:
-        at = {name: i for i, name in enumerate(key)}
-        pad: list[Any] = []
-        positions: list[int] = []
-        for name in JOB_FIELDS:
-            if name in at:
-                positions.append(at[name])
-            else:
-                positions.append(len(key) + len(pad))
-                pad.append("" if name == "description" else None)
-        found = (itemgetter(*positions), tuple(pad))
-        _job_getters[key] = found
-    getter, padding = found
-    return jobs_from_values([getter(tuple(row) + padding) for row in rows])
+    """``Job`` objects from rows of ``columns`` (absent columns as a full row reads them);
+    the definitions come from the store's shared cache."""
+    return jobs_from_values(map(job_fields_getter(tuple(columns), partial=True), rows))
 
 
 # PyMySQL's own literal for the types a batch binds most (ids, counters, flags, NULLs,

@@ -1414,6 +1414,18 @@ def schedule_columns(s: Schedule) -> dict[str, Any]:
     }
 
 
+# The columns a job's Schedule is made from, and the anchor of its slots.
+SCHEDULE_FIELDS = (
+    "schedule_kind",
+    "schedule_interval",
+    "schedule_cron",
+    "schedule_tz",
+    "schedule_expr",
+    "schedule_start",
+    "schedule_finish",
+    "schedule_anchor",
+)
+
 # The columns a Job is read from, in the order ``_jobs_from_values`` unpacks them.
 JOB_FIELDS = _JOB_FIELDS = (
     "id",
@@ -1423,14 +1435,7 @@ JOB_FIELDS = _JOB_FIELDS = (
     "what_kind",
     "what_target",
     "what_args",
-    "schedule_kind",
-    "schedule_interval",
-    "schedule_cron",
-    "schedule_tz",
-    "schedule_expr",
-    "schedule_start",
-    "schedule_finish",
-    "schedule_anchor",
+    *SCHEDULE_FIELDS,
     "status",
     "intent",
     "broken",
@@ -1464,11 +1469,31 @@ _OUTCOMES = {o.value: o for o in Outcome}
 
 
 @lru_cache(maxsize=8)
-def _job_fields_getter(keys: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
-    """A row's values in ``_JOB_FIELDS`` order, by position (a result's keys: the table's
-    or the operators' view's columns, whichever order they come in)."""
+@lru_cache(maxsize=64)
+def job_fields_getter(
+    keys: tuple[str, ...], *, partial: bool = False
+) -> Callable[[Any], tuple[Any, ...]]:
+    """A row's values in ``JOB_FIELDS`` order, by position (a result's keys: the table's
+    or the operators' view's columns, whichever order they come in).
+
+    ``partial``: the row may lack job columns (the runner reads only what it needs);
+    those read as a full row's would, None (and "" for ``description``). Otherwise
+    a missing column is an error (KeyError).
+    """
     at = {key: i for i, key in enumerate(keys)}
-    return itemgetter(*(at[name] for name in _JOB_FIELDS))
+    if not partial:
+        return itemgetter(*(at[name] for name in _JOB_FIELDS))
+    pad: list[Any] = []
+    positions: list[int] = []
+    for name in _JOB_FIELDS:
+        if name in at:
+            positions.append(at[name])
+        else:
+            positions.append(len(keys) + len(pad))
+            pad.append("" if name == "description" else None)
+    get = itemgetter(*positions)
+    padding = tuple(pad)
+    return lambda row: get(tuple(row) + padding)
 
 
 def jobs_from_result(result: Any) -> list[Job]:
@@ -1479,7 +1504,7 @@ def jobs_from_result(result: Any) -> list[Job]:
     columns a row), and the rows' schedules and targets, mostly alike, are
     made once each.
     """
-    getter = _job_fields_getter(tuple(result.keys()))
+    getter = job_fields_getter(tuple(result.keys()))
     return _jobs_from_values(map(getter, result))
 
 
@@ -1488,7 +1513,7 @@ def job_from_row(row: Any) -> Job:
     by position), or any object with them as attributes."""
     fields = getattr(row, "_fields", None)
     if fields is not None:
-        values = _job_fields_getter(tuple(fields))(row)
+        values = job_fields_getter(tuple(fields))(row)
     else:
         values = tuple(getattr(row, name) for name in _JOB_FIELDS)
     return _jobs_from_values([values])[0]
