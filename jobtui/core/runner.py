@@ -664,7 +664,7 @@ class RunnerPool:
         aborted or removed meanwhile: they are recorded as aborted, never started.
 
         A pause that returned before the slot stops it, as it would have without the
-        lead; one statement per batch, on a pooled connection.
+        lead; one statement per batch (on MySQL/MariaDB on the batch's own connection).
         """
         j = schema.job
         ids = [run.job.id for run in runs]

@@ -40,12 +40,9 @@ def to_db(value: datetime | None) -> datetime | None:
     """Aware datetime to the naive UTC value the tables store."""
     if value is None:
         return None
-    tz = value.tzinfo
-    if tz is None:
+    if value.tzinfo is None:
         return value
-    if tz is not UTC:
-        value = value.astimezone(UTC)
-    return value.replace(tzinfo=None)
+    return aware(value).replace(tzinfo=None)
 
 
 def from_db(value: datetime | str | None) -> datetime | None:
