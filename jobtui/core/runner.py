@@ -629,7 +629,9 @@ class RunnerPool:
         """Execute claimed runs one after the other (each at its slot), then record them."""
         done: list[tuple[_Run, Outcome, str | None, datetime]] = []
         checked = False
-        burst = any(run.ahead for run in runs)
+        # Only batches of short jobs (more than one run) take part: a job run alone (long,
+        # or of unknown duration) neither waits for the others nor makes them wait.
+        burst = len(runs) > 1 and any(run.ahead for run in runs)
         if burst:
             with self._burst:
                 self._bursting += 1
