@@ -67,7 +67,7 @@ def database_exists(name: str) -> bool:
         conn.close()
 
 
-def test_dispatch_smoke_jobtui_and_event_scheduler() -> None:
+def test_dispatch_smoke_jobtui_event_scheduler_and_floor() -> None:
     require_mysql()
     db = scratch_db()
     out = run_script(
@@ -77,7 +77,7 @@ def test_dispatch_smoke_jobtui_and_event_scheduler() -> None:
         "--seconds",
         "3",
         "--systems",
-        "jobtui,events",
+        "jobtui,events,floor",
         "--server",
         MYSQL_SERVER,
         "--database",
@@ -93,6 +93,14 @@ def test_dispatch_smoke_jobtui_and_event_scheduler() -> None:
         assert expected == 15
         assert 0 < done <= expected + 1, out
     assert "jobtui's own run log" in out
+    # What the machine allows: from the floor's CPU per firing, beside jobtui's figures.
+    bound = out[out.index("What this machine allows") :]
+    row = table_rows(bound, "5")
+    assert len(row) == 1, bound
+    server, total, least_server, least_total = (float(x) for x in row[0][1:5])
+    assert 0 < server <= total
+    assert 0 < least_server <= least_total
+    assert row[0][8] == f"{rows['jobtui'][4]}/{rows['jobtui'][3]}"
     assert not database_exists(db)
 
 
