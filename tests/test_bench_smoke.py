@@ -97,9 +97,10 @@ def test_dispatch_smoke_jobtui_event_scheduler_and_floor() -> None:
     bound = out[out.index("What this machine allows") :]
     row = table_rows(bound, "5")
     assert len(row) == 1, bound
+    # CPU is read in clock ticks (10 ms): 15 firings may cost the server none of them.
     server, total, least_server, least_total = (float(x) for x in row[0][1:5])
-    assert 0 < server <= total
-    assert 0 < least_server <= least_total
+    assert 0 <= server <= total
+    assert 0 <= least_server <= least_total
     assert row[0][8] == f"{rows['jobtui'][4]}/{rows['jobtui'][3]}"
     assert not database_exists(db)
 
