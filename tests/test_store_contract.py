@@ -978,6 +978,130 @@ def test_upgrade_adds_missing_columns(db_url: str) -> None:
         store.close()
 
 
+def test_sqlite_job_table_from_before_autoincrement_is_rebuilt(sqlite_url: str) -> None:
+    """A job table made without AUTOINCREMENT reused the newest removed job's id.
+
+    ensure_schema moves its rows to a rebuilt table: same ids and values, same
+    indexes, and new ids above every id the run log has seen.
+    """
+    old = MetaData()
+    legacy = schema.job.to_metadata(old)
+    legacy.dialect_options["sqlite"]["autoincrement"] = False
+    schema.run.to_metadata(old)
+    store = open_store(sqlite_url, init=False)
+    try:
+        old.create_all(store.engine)
+        with store.engine.connect() as conn:
+            made = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE name = 'jobtui_job'")
+            assert "AUTOINCREMENT" not in made.scalar_one().upper()
+            conn.rollback()
+        store.init()
+        for name in ("a", "b", "c"):
+            store.submit(name, What("sql", "SELECT 1"), make_schedule("every", every=60))
+        store.pause("a")
+        # c (id 3) is removed, but its runs stay in the log
+        removed = store.get("c").id
+        with store.engine.begin() as conn:
+            conn.execute(
+                insert(schema.run).values(
+                    job_id=removed,
+                    job_name="c",
+                    owner=store.get("c").owner,
+                    scheduled_for=to_db(T0),
+                    outcome="ok",
+                )
+            )
+        store.remove("c")
+        before = {j.name: j for j in store.list_jobs(all_owners=True)}
+        with store.engine.connect() as conn:  # the old table would hand out 3 again
+            assert conn.exec_driver_sql("SELECT MAX(id) FROM jobtui_job").scalar() == 2
+            conn.rollback()
+
+        schema.ensure_schema(store.engine)
+        schema.ensure_schema(store.engine)  # once only
+
+        with store.engine.connect() as conn:
+            made = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE name = 'jobtui_job'")
+            assert "AUTOINCREMENT" in made.scalar_one().upper()
+            tables = conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'table'")
+            assert not [n for n in tables.scalars() if n.endswith("__before_autoincrement")]
+            conn.rollback()
+        insp = inspect(store.engine)
+        assert {i["name"] for i in insp.get_indexes("jobtui_job")} >= {
+            i.name for i in schema.job.indexes
+        }
+        after = {j.name: j for j in store.list_jobs(all_owners=True)}
+        assert after == before
+        assert after["a"].status is Status.PAUSED
+        new = store.submit("d", What("sql", "SELECT 1"), make_schedule("once"))
+        assert new.id > removed
+        with pytest.raises(Exception, match="exists"):
+            store.submit("a", What("sql", "SELECT 1"), make_schedule("once"))
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("made", ["new", "before autoincrement"])
+def test_sqlite_several_processes_open_a_new_or_old_file_at_once(
+    sqlite_url: str, made: str
+) -> None:
+    """Four stores (own engines and connections, as four processes) open it together.
+
+    Their schema work used to start as reads and fail with "database is locked"
+    when two tried to become writes at once (a new file: CREATE TABLE).
+    """
+    if made != "new":
+        old = MetaData()
+        legacy = schema.job.to_metadata(old)
+        legacy.dialect_options["sqlite"]["autoincrement"] = False
+        first = open_store(sqlite_url, init=False)
+        try:
+            old.create_all(first.engine)
+            with first.engine.begin() as conn:
+                for name in ("a", "b"):
+                    conn.execute(
+                        insert(legacy).values(
+                            owner="o",
+                            name=name,
+                            what_kind="sql",
+                            what_target="SELECT 1",
+                            schedule_kind="once",
+                            schedule_anchor=to_db(T0),
+                            status="SCHEDULED",
+                            intent="ENABLED",
+                            phase="SLEEPING",
+                            created=to_db(T0),
+                            updated=to_db(T0),
+                        )
+                    )
+        finally:
+            first.close()
+    errors: list[BaseException] = []
+    gate = threading.Barrier(4)
+
+    def open_one() -> None:
+        try:
+            gate.wait(10)
+            open_store(sqlite_url).close()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    con = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
+    try:
+        sql = con.execute("SELECT sql FROM sqlite_master WHERE name = 'jobtui_job'").fetchone()[0]
+        assert "AUTOINCREMENT" in sql.upper()
+        rows = con.execute("SELECT id, name FROM jobtui_job ORDER BY id").fetchall()
+        assert rows == ([] if made == "new" else [(1, "a"), (2, "b")])
+    finally:
+        con.close()
+
+
 # ---------------------------------------------------------------------- reachability, read-only
 
 

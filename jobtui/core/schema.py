@@ -26,8 +26,10 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    func,
     inspect,
     literal,
+    select,
     text,
 )
 from sqlalchemy.dialects import mysql
@@ -240,10 +242,17 @@ def error_code(exc: BaseException) -> int | None:
 
 
 def ensure_schema(engine: Engine) -> None:
-    """Create missing tables and add missing columns (idempotent)."""
-    with engine.begin() as conn:
+    """Create missing tables and add missing columns (idempotent).
+
+    On SQLite in one BEGIN IMMEDIATE transaction: processes that open a new
+    (or older) file at once wait for each other's DDL instead of failing with
+    "database is locked" when their read transactions try to become writes.
+    """
+    with engine.connect() as conn, conn.execution_options(immediate=True).begin():
         metadata.create_all(conn, checkfirst=True)
         _add_missing_columns(conn)
+        if conn.dialect.name == "sqlite":
+            _sqlite_job_ids_never_reused(conn)
         _set_version(conn)
     if engine.dialect.name != "sqlite":
         ensure_views(engine)
@@ -326,6 +335,39 @@ _ZERO: dict[Any, Any] = {
     Float: 0,
     DateTime: datetime(1970, 1, 1),
 }
+
+
+def _sqlite_job_ids_never_reused(conn: Connection) -> None:
+    """Rebuild a job table made before ``sqlite_autoincrement`` so that ids are never reused.
+
+    Without AUTOINCREMENT SQLite gives a new row the largest id + 1, so removing
+    the newest job and submitting another handed out its id again, and the run
+    log (whose job_id outlives the job) mixed the two jobs' histories. SQLite
+    cannot add AUTOINCREMENT to a table: the rows move to a new one, in the
+    caller's transaction, and the id sequence starts above every id the run
+    log knows.
+    """
+    found = conn.exec_driver_sql(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (job.name,)
+    ).scalar()
+    if found is None or "AUTOINCREMENT" in found.upper():
+        return
+    old = f"{job.name}__before_autoincrement"
+    conn.exec_driver_sql(f"ALTER TABLE {job.name} RENAME TO {old}")
+    for index in job.indexes:  # the renamed table keeps its indexes, and their names
+        conn.exec_driver_sql(f"DROP INDEX IF EXISTS {index.name}")
+    job.create(conn)
+    columns = ", ".join(c.name for c in job.columns)
+    conn.exec_driver_sql(f"INSERT INTO {job.name} ({columns}) SELECT {columns} FROM {old}")
+    conn.exec_driver_sql(f"DROP TABLE {old}")
+    top = conn.execute(
+        select(func.max(run.c.job_id)).union_all(select(func.max(job.c.id)))
+    ).scalars()
+    highest = max((n for n in top if n is not None), default=0)
+    conn.exec_driver_sql("DELETE FROM sqlite_sequence WHERE name = ?", (job.name,))
+    conn.exec_driver_sql(
+        "INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", (job.name, highest)
+    )
 
 
 def _set_version(conn: Connection) -> None:
