@@ -378,6 +378,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="on stop, how long runs may finish before they are aborted (default 10)",
     )
     p.add_argument(
+        "--heartbeat-timeout",
+        metavar="SECONDS",
+        type=_seconds("--heartbeat-timeout", 1, 3600),
+        default=15.0,
+        help="a runner silent this long is taken for dead: its unfinished runs become lost "
+        "and its jobs run elsewhere (default 15, as for the console's runners)",
+    )
+    p.add_argument(
+        "--lead",
+        metavar="SECONDS",
+        type=_seconds("--lead", 0, 5),
+        default=0.25,
+        help="claim a run this long before its slot, so that only the execution is left "
+        "for the slot (default 0.25; 0 claims at the slot)",
+    )
+    p.add_argument(
         "--allow-sql-owner",
         choices=("admin", "any"),
         default="admin",
@@ -1078,6 +1094,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
                 poll=args.poll,
                 name=args.name,
                 grace=args.grace,
+                heartbeat_timeout=args.heartbeat_timeout,
+                lead=args.lead,
                 retention=_retention(args),
             )
         )

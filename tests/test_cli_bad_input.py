@@ -143,6 +143,18 @@ SQLITE_CASES: list[Any] = [
     pytest.param(["list", "--colour"], 2, "unrecognized arguments", id="unknown-option"),
     pytest.param(["log", "--limit", "0"], 2, "invalid --limit", id="log-limit-0"),
     pytest.param(["log", "--outcome", "meh"], 2, "invalid outcome", id="log-outcome"),
+    pytest.param(
+        ["worker", "--heartbeat-timeout", "0"],
+        2,
+        "invalid --heartbeat-timeout '0': expected a number of seconds from 1 to 3600",
+        id="worker-heartbeat-0",
+    ),
+    pytest.param(
+        ["worker", "--lead", "6"],
+        2,
+        "invalid --lead '6': expected a number of seconds from 0 to 5",
+        id="worker-lead-6",
+    ),
     pytest.param(["import", "{tmp}/nope.json"], 2, "cannot read import file", id="import-missing"),
     pytest.param(["import", "{tmp}/half.json"], 2, "job #2", id="import-half-valid"),
     pytest.param(["import", "{tmp}/junk.txt"], 2, "expected JSON or YAML", id="import-junk"),

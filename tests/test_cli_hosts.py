@@ -34,6 +34,7 @@ def test_worker_runs_jobs_and_stops_on_sigterm(sqlite_url: str, tmp_path: Path) 
     store = open_store(sqlite_url)
     store.submit("once", What("sql", "CREATE TABLE ran (x INTEGER)"), Schedule("once"))
     argv = ["worker", "--db", sqlite_url, "--threads", "1", "--poll", "0.2", "--name", "cli-test"]
+    argv += ["--heartbeat-timeout", "4", "--lead", "0"]
     worker = subprocess.Popen(
         [sys.executable, "-m", "jobtui", *argv, "--grace", "5"],
         stdout=subprocess.PIPE,
@@ -69,6 +70,7 @@ def test_worker_runs_jobs_and_stops_on_sigterm(sqlite_url: str, tmp_path: Path) 
         store.close()
     assert worker.returncode == 0, err
     assert "Traceback" not in err
+    assert "1 thread(s) on" in err and "(heartbeat timeout 4 s, lead 0 s)" in err, err
     store = open_store(sqlite_url)
     try:
         assert store.runners() == []  # deregistered on the way out

@@ -1735,7 +1735,8 @@ def worker_main(
     try:
         pool.start()
         print(
-            f"jobtui worker {pool.runner_id}: {threads} thread(s) on {store.masked_url}",
+            f"jobtui worker {pool.runner_id}: {threads} thread(s) on {store.masked_url} "
+            f"(heartbeat timeout {heartbeat_timeout:g} s, lead {lead:g} s)",
             file=sys.stderr,
             flush=True,
         )
