@@ -173,3 +173,95 @@ def test_mariadb_restart_runners_and_console_reconnect(
         f"in flight at the stop: {in_flight}"
     )
     store.close()
+
+
+LONG_DOWN = 8.0  # seconds down in the long outage: over twice the heartbeat timeout
+SHORT_TIMEOUT = 3.0  # the workers' heartbeat timeout there
+
+
+def test_an_outage_longer_than_the_heartbeat_timeout_reaps_only_the_runner_that_died(
+    server: PrivateMariaDB, workers: list, tmp_path: Path
+) -> None:
+    """The server is down for longer than the heartbeat timeout; one worker dies meanwhile.
+
+    Once the server is back, every runner's last heartbeat is older than the
+    timeout. The living must not take each other for dead (no run of theirs
+    ``lost``, no row of theirs reaped); the one killed during the outage is
+    reaped: its unfinished runs become ``lost``, its row goes, its jobs run on.
+    """
+    conn = server.connect()
+    with conn.cursor() as cur:
+        cur.execute("CREATE DATABASE outage_t")
+    conn.close()
+    url = f"{server.server_url}/outage_t"
+    create_ledger_proc(url, server.connect)
+    store = open_store(url)
+    jobs = [f"k{i}" for i in range(6)]
+    for name in jobs:
+        store.submit(
+            name, What("call", "outage_t.ledger_ins", (name,)), make_schedule("every", every=1)
+        )
+    for name in ("s0", "s1"):
+        store.submit(
+            name, What("call", "outage_t.slow_ins", (name, "2.5")), make_schedule("every", every=1)
+        )
+    started = [
+        spawn(workers, url, tmp_path, f"o{n}", threads=3, poll=0.5, heartbeat_timeout=SHORT_TIMEOUT)
+        for n in range(3)
+    ]
+    assert wait_for(lambda: all(w.started() for w in started), 30)
+    assert wait_for(lambda: len(store.runners()) == 3, 30), store.runners()
+    ids = {w.name: w.runner_id() for w in started}
+    live, dead = {ids["o0"], ids["o1"]}, ids["o2"]
+    time.sleep(2)
+
+    def dead_one_runs() -> bool:  # a slow call, most likely: it is cut off, and nobody records it
+        return any(r.runner == dead for r in store.runs(outcome="running", all_owners=True))
+
+    assert wait_for(dead_one_runs, 20, 0.05), store.runs(limit=20, all_owners=True)
+    store.close()
+    server.stop()
+    started[2].kill9()  # dies while nobody can record anything of it
+    time.sleep(LONG_DOWN)
+    server.start()
+    restarted = utcnow()
+    store = open_store(url)
+
+    def recovered() -> bool:
+        after = restarted + timedelta(seconds=1)
+        runs = [r for r in store.runs(limit=5000, all_owners=True) if r.started]
+        ok = {(r.job, r.runner) for r in runs if r.outcome is Outcome.OK and r.started > after}
+        return (
+            {r.id for r in store.runners()} == live
+            and all(any(j == name for j, _ in ok) for name in jobs)
+            and {rid for _, rid in ok} == live
+        )
+
+    # the dead worker is reaped, every job runs again, in both living workers
+    assert wait_for(recovered, 40, 0.5), (store.runners(), store.runs(limit=40, all_owners=True))
+    time.sleep(2 * SHORT_TIMEOUT)  # a wrong reap would have come by now
+    assert {r.id for r in store.runners()} == live
+    for w in started[:2]:
+        assert w.proc.poll() is None, w.log()
+        assert w.terminate() == 0, w.log()
+    by_job = check_exclusive(store)  # no slot twice, no overlap, nothing left running
+    runs = [r for rs in by_job.values() for r in rs]
+    lost = [r for r in runs if r.outcome is Outcome.LOST]
+    assert [r for r in lost if r.runner != dead] == [], "a living runner's run was taken as lost"
+    assert lost, "the killed worker's run in flight was not reaped"
+    ledger = ledger_counts(store)
+    for name in [*jobs, "s0", "s1"]:
+        rs = by_job[name]
+        ok = sum(r.outcome is Outcome.OK for r in rs)
+        bad = sum(r.outcome in (Outcome.FAILED, Outcome.LOST, Outcome.ABORTED) for r in rs)
+        assert ok <= ledger[name] <= ok + bad, (name, ok, bad, ledger[name])
+    for w in started[:2]:
+        log = w.log()
+        assert "was deregistered" not in log, log
+        reaped = {line.split()[-1] for line in log.splitlines() if "reaped runner" in line}
+        assert reaped <= {dead}, (reaped, log)
+        assert "Traceback" not in log, log
+    assert store.runners() == []
+    outcomes = Counter(r.outcome.value for r in runs)
+    print(f"outcomes {dict(outcomes)}; lost (all of the killed worker): {len(lost)}")
+    store.close()

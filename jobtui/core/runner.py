@@ -490,8 +490,17 @@ class RunnerPool:
             session.discard()
 
     def _monitor_loop(self) -> None:
+        """Aborts, heartbeats and the reaping of dead runners.
+
+        A runner that could not reach the database reaps nobody until it has
+        been back for a whole heartbeat timeout: when the server itself was
+        down (or restarted) for longer than the timeout, every runner's last
+        heartbeat is stale once it is back, and the living need that long to
+        show they are alive. Only those that stay silent are then reaped.
+        """
         next_beat = 0.0
         next_reap = time.monotonic() + self.heartbeat_interval
+        back_since: float | None = float("-inf")  # None: cut off since the last error
         while not self._stopped.wait(ABORT_CHECK_INTERVAL):
             mono = time.monotonic()
             try:
@@ -500,10 +509,21 @@ class RunnerPool:
                 if mono >= next_beat:
                     next_beat = mono + self.heartbeat_interval
                     self._heartbeat()
+                    if back_since is None:
+                        back_since = mono
+                        log.info(
+                            "runner %s reaches the database again; reaping others in %g s",
+                            self.runner_id,
+                            self.heartbeat_timeout,
+                        )
                 if mono >= next_reap and not self._stopping.is_set():
                     next_reap = mono + self.heartbeat_interval
-                    self._reap()
+                    self._reap(
+                        others=back_since is not None
+                        and mono - back_since >= self.heartbeat_timeout
+                    )
             except Exception as exc:
+                back_since = None
                 log.warning("monitor: %s", _describe(exc))
 
     def _housekeeping_loop(self) -> None:
@@ -1327,8 +1347,11 @@ class RunnerPool:
                 )
             c.execute(delete(rn).where(rn.c.id == self.runner_id))
 
-    def _reap(self) -> None:
-        """Runs of dead runners become lost; their jobs become claimable again."""
+    def _reap(self, *, others: bool = True) -> None:
+        """Runs of dead runners become lost; their jobs become claimable again.
+
+        ``others=False``: only our own claims whose commit reply was lost.
+        """
         now = self.now()
         cutoff = now - timedelta(seconds=self.heartbeat_timeout)
         rn, j, r = schema.runner, schema.job, schema.run
@@ -1350,7 +1373,7 @@ class RunnerPool:
         dead = {rid for rid, hb in live.items() if hb is not None and hb < cutoff}
         dead |= {h for h in holders if h and h not in live}
         dead.discard(self.runner_id)
-        for rid in sorted(dead):
+        for rid in sorted(dead) if others else ():
             stale = rid in live
             msg = (
                 f"runner {rid} stopped heartbeating (none for over {self.heartbeat_timeout:g} s)"
