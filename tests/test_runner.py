@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +20,7 @@ from jobtui.core import actions, schema
 from jobtui.core.claims import lock_name
 from jobtui.core.errors import JobLocked
 from jobtui.core.model import Outcome, Status, What
-from jobtui.core.runner import RunnerPool, coalesce, run_foreground
+from jobtui.core.runner import RunnerPool, coalesce, process_alive, run_foreground
 from jobtui.core.schedules import make_schedule
 from jobtui.core.store import JobStore
 from jobtui.core.timeutil import to_db, utcnow
@@ -648,3 +651,16 @@ def test_a_lost_once_job_shows_error_and_is_not_rerun(store: JobStore, pools: li
     after = store.get("one")
     assert after.status is Status.ERROR and after.last_outcome is Outcome.LOST
     assert [r.outcome for r in runs_of(store, "one")] == [Outcome.LOST]
+
+
+def test_process_alive_tells_a_live_process_from_a_gone_one_or_a_newer_one() -> None:
+    """What the SQLite reaper asks of a silent runner on this host (docs/runners.md)."""
+    now = utcnow()
+    assert process_alive(os.getpid())
+    assert process_alive(os.getpid(), since=now)  # we ran then
+    # a process that started after the runner's last heartbeat got its pid later
+    assert not process_alive(os.getpid(), since=now - timedelta(days=365 * 30))
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    assert wait_for(lambda: not process_alive(child.pid), 10)  # a zombie until waited for
+    assert child.wait(5) == 0
+    assert not process_alive(child.pid)  # gone

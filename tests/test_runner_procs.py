@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -174,6 +176,45 @@ def test_kill9_sqlite_lease_expires_and_another_worker_takes_over(
     assert a_id not in {r.id for r in store.runners()}
     assert b.terminate() == 0
     check_exclusive(store)
+    store.close()
+
+
+def test_a_stopped_sqlite_worker_keeps_its_job_until_it_resumes(
+    sqlite_url: str, workers: list, tmp_path: Path
+) -> None:
+    """SIGSTOP: silent for longer than the heartbeat timeout, yet alive on this host.
+
+    On SQLite nothing but the reaper keeps another runner off a running job, and
+    the stopped worker's run goes on once it resumes: reaping it would run the
+    job twice at once. The other worker leaves it alone (and says why); after
+    SIGCONT the run ends ok in the worker that started it.
+    """
+    store = open_store(sqlite_url)
+    store.submit("nap", What("action", "demo.sleep", ("5",)), make_schedule("every", every=1))
+    timeout = 2.0
+    a = spawn(workers, sqlite_url, tmp_path, "a", threads=1, poll=0.5, heartbeat_timeout=timeout)
+    assert wait_for(lambda: store.get("nap").running, 20)
+    a_id = a.runner_id()
+    b = spawn(workers, sqlite_url, tmp_path, "b", threads=1, poll=0.5, heartbeat_timeout=timeout)
+    assert wait_for(b.started, 20)
+    os.kill(a.pid, signal.SIGSTOP)
+    try:
+        assert wait_for(lambda: "its process is alive on this host" in b.log(), 4 * timeout), (
+            b.log()
+        )
+        time.sleep(2 * timeout)  # b looks again every 0.5 s
+        job = store.get("nap")
+        assert job.running and job.runner_id == a_id, job
+        assert not [r for r in store.runs("nap") if r.outcome is Outcome.LOST]
+        assert a_id in {r.id for r in store.runners()}
+    finally:
+        os.kill(a.pid, signal.SIGCONT)
+    assert wait_for(
+        lambda: any(r.outcome is Outcome.OK and r.runner == a_id for r in store.runs("nap")), 15
+    ), store.runs("nap")
+    assert a.terminate() == 0 and b.terminate() == 0
+    check_exclusive(store)  # no overlap, no slot twice, nothing left running
+    assert "Traceback" not in a.log() + b.log()
     store.close()
 
 

@@ -29,7 +29,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -213,6 +213,7 @@ class RunnerPool:
         self._burst = threading.Condition()
         self._bursting = 0
         self._cooldown: dict[int, float] = {}
+        self._stalled_seen: set[str] = set()  # SQLite: silent runners alive on this host
         self._long_taken: set[int] = set()  # taken jobs that are not batched (guarded by _lock)
         self._queue: queue.Queue[tuple[str, list[int]] | None] = queue.Queue()
         self._wake = threading.Event()
@@ -1356,7 +1357,8 @@ class RunnerPool:
         cutoff = now - timedelta(seconds=self.heartbeat_timeout)
         rn, j, r = schema.runner, schema.job, schema.run
         with self.engine.connect() as conn:
-            live = {row.id: from_db(row.heartbeat) for row in conn.execute(select(rn))}
+            registered = conn.execute(select(rn.c.id, rn.c.heartbeat, rn.c.host, rn.c.pid)).all()
+            live = {row.id: from_db(row.heartbeat) for row in registered}
             holders = {
                 row[0]
                 for row in conn.execute(
@@ -1373,6 +1375,8 @@ class RunnerPool:
         dead = {rid for rid, hb in live.items() if hb is not None and hb < cutoff}
         dead |= {h for h in holders if h and h not in live}
         dead.discard(self.runner_id)
+        if not self.mysql:
+            dead -= self._stalled_here(registered, dead)
         for rid in sorted(dead) if others else ():
             stale = rid in live
             msg = (
@@ -1383,6 +1387,34 @@ class RunnerPool:
             self._reap_runner(rid, now, msg, delete_row=stale)
         if self.runner_id in holders:
             self._reap_self(now)
+
+    def _stalled_here(self, registered: Sequence[Any], silent: set[str]) -> set[str]:
+        """SQLite: silent runners whose process on this host is alive, only stopped or hung.
+
+        Reaping one would give its running jobs to another runner while its own
+        run of them may still go on once it resumes (SIGSTOP, a frozen VM, a
+        debugger): two runs of one job at once. Its jobs stay with it until it
+        resumes or its process is gone. (On MySQL/MariaDB the job's named lock,
+        held by the stalled process's connection, already prevents that.)
+        """
+        stalled = {
+            row.id
+            for row in registered
+            if row.id in silent
+            and row.host == self.host
+            and row.pid
+            and row.pid != os.getpid()
+            and process_alive(int(row.pid), since=from_db(row.heartbeat))
+        }
+        for rid in stalled - self._stalled_seen:
+            log.warning(
+                "runner %s has not heartbeated for over %g s, but its process is alive on this "
+                "host (stopped or hung?): its jobs stay with it until it resumes or ends",
+                rid,
+                self.heartbeat_timeout,
+            )
+        self._stalled_seen = stalled
+        return stalled
 
     def _reap_runner(self, rid: str, now: datetime, msg: str, *, delete_row: bool) -> None:
         self._mark_lost(rid, now, msg)
@@ -1700,6 +1732,32 @@ def finish_values(
         status=derive_status(intent=job.intent, broken=broken, running=False, phase=phase).value,
     )
     return values
+
+
+def process_alive(pid: int, *, since: datetime | None = None) -> bool:
+    """Whether process ``pid`` on this host exists and is not a zombie.
+
+    With ``since`` (a time the process is known to have been alive), a process
+    that started after it is another one that got the pid (Linux: the start
+    time from /proc); without /proc, existence is all that is checked.
+    """
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        pass  # it exists, as another user's
+    except OSError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        with open("/proc/stat", "rb") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
+    except (OSError, IndexError, ValueError, StopIteration):
+        return True
+    if fields[0] in (b"Z", b"X"):  # a zombie (or dying): the process has ended
+        return False
+    started = boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    return since is None or started <= since.timestamp() + 1.0
 
 
 def _describe(exc: BaseException) -> str:
