@@ -226,6 +226,11 @@ def refused(result: tuple[int, str, str], before: dict[str, Any], url: str) -> s
     return line
 
 
+def diverged(url: str) -> None:
+    """The copy at ``url`` was changed: ``run_case`` dumps it afresh instead of its template's."""
+    _copy_of.pop(url, None)
+
+
 def run_case(url: str, *args: str) -> tuple[tuple[int, str, str], dict[str, Any]]:
     """Run ``jobtui --db url args`` in-process; also return every table as it was before."""
     template = _copy_of.get(url)

@@ -37,6 +37,7 @@ from fuzzing import (
     WHEN,
     Fresh,
     cli,
+    diverged,
     dump,
     every_value,
     forget,
@@ -52,6 +53,7 @@ from textual.widgets import Button, Input, Select
 
 from jobtui.console.app import JobtuiApp, make_app
 from jobtui.console.screens.edit import FIELDS, EditScreen, read_form
+from jobtui.console.screens.main import MainScreen
 from jobtui.core.errors import JobtuiError
 from jobtui.core.store import open_store
 
@@ -265,14 +267,32 @@ def _error_text(form: EditScreen) -> str:
     return str(form.query_one("#form-error").render())
 
 
-async def _fill_and_save(url: str, cases_: list[Case]) -> None:
+async def _fill_and_save(url: str, cases_: list[Case], change: str | None = None) -> None:
+    """Each case typed into the live form and saved with ctrl+s.
+
+    ``change``: the edit form of that job (selected in the table, opened with
+    ``e``; its name field is fixed), else the new-job form (``n``).
+    """
     store = open_store(url)
     app = make_app(store, refresh=5.0)
     try:
         async with app.run_test(size=(110, 32)) as pilot:
             for case in cases_:
                 before = dump(url)
-                await pilot.press("n")
+                if change:
+                    main = app.main_screen
+                    assert isinstance(main, MainScreen)
+                    await _until(
+                        pilot,
+                        lambda m=main: any(j.name == change for j in m.table.jobs.values()),
+                    )
+                    job = next(j for j in main.table.jobs.values() if j.name == change)
+                    main.table.select_job(job.id)
+                    await pilot.pause()
+                    assert main.table.current_job().name == change
+                    await pilot.press("e")
+                else:
+                    await pilot.press("n")
                 await _until(pilot, lambda: isinstance(app.screen, EditScreen))
                 form = app.screen
                 assert isinstance(form, EditScreen)
@@ -280,6 +300,9 @@ async def _fill_and_save(url: str, cases_: list[Case]) -> None:
                 form.query_one("#schedule-kind", Select).value = case.schedule_kind
                 await pilot.pause()
                 for field, text in case.fields.items():
+                    if change and field == "name":
+                        assert form.query_one("#name", Input).disabled
+                        continue
                     form.query_one(f"#{field}", Input).value = text
                 # wait for the verdict: a message, or "valid" once the database check is back
                 await _until(pilot, lambda f=form: "checking" not in _error_text(f))
@@ -292,7 +315,7 @@ async def _fill_and_save(url: str, cases_: list[Case]) -> None:
                 await pilot.pause()
                 await app.workers.wait_for_complete()
                 await pilot.pause()
-                expected = cli_verdict(case_cli_url(url), case)
+                expected = cli_verdict(case_cli_url(url), case, change)
                 event("refused" if expected is None else "saved")
                 if expected is None:
                     # refused: visibly (in the form, or a notice when the save itself fails)
@@ -307,9 +330,13 @@ async def _fill_and_save(url: str, cases_: list[Case]) -> None:
                     assert "valid" in verdict and not verdict.startswith("✗"), (case, verdict)
                     await _until(pilot, lambda: not isinstance(app.screen, EditScreen))
                     await app.workers.wait_for_complete()
-                    assert saved(url, case.fields["name"].strip()) == expected
-                    assert cli(url, "remove", case.fields["name"].strip())[0] == 0
-                    assert cli(case_cli_url(url), "remove", case.fields["name"].strip())[0] == 0
+                    if change:  # both copies hold the same changed job for the next case
+                        assert saved(url, change) == expected
+                        diverged(case_cli_url(url))
+                    else:
+                        assert saved(url, case.fields["name"].strip()) == expected
+                        assert cli(url, "remove", case.fields["name"].strip())[0] == 0
+                        assert cli(case_cli_url(url), "remove", case.fields["name"].strip())[0] == 0
                 app.clear_notifications()
     finally:
         store.close()
@@ -341,3 +368,19 @@ def test_the_live_form_agrees_with_the_cli(copies: tuple[Fresh, Fresh], batch: l
     url = form_copy.new()
     forget(url)
     asyncio.run(_fill_and_save(url, batch))
+
+
+@settings(
+    max_examples=3,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(batch=st.lists(cases(), min_size=4, max_size=4), job=st.sampled_from(["nightly", "held"]))
+def test_the_live_edit_form_agrees_with_the_cli(
+    copies: tuple[Fresh, Fresh], batch: list[Case], job: str
+) -> None:
+    cli_copy, form_copy = copies
+    cli_copy.new()
+    url = form_copy.new()
+    forget(url)
+    asyncio.run(_fill_and_save(url, batch, change=job))
