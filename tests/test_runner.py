@@ -664,3 +664,42 @@ def test_process_alive_tells_a_live_process_from_a_gone_one_or_a_newer_one() -> 
     assert wait_for(lambda: not process_alive(child.pid), 10)  # a zombie until waited for
     assert child.wait(5) == 0
     assert not process_alive(child.pid)  # gone
+
+
+def test_reaping_own_orphans_leaves_a_claim_made_meanwhile_running(store: JobStore) -> None:
+    """A pool's own `running` run rows that no thread has are orphans (a claim whose
+    commit reply was lost) and become lost; but one whose job row the pool holds is a
+    claim that committed after the pool looked at its threads' work: a live run.
+
+    The chaos test saw the race: a job running with its run row already `lost`.
+    """
+    live = store.submit("live", What("sql", "SELECT 1"), every(60))
+    orphan = store.submit("orphan", What("sql", "SELECT 1"), every(60))
+    pool = RunnerPool(store, threads=1)
+    pool._engine = store.engine  # not started: no thread of its own reaps meanwhile
+    now = utcnow()
+    j, r = schema.job, schema.run
+    with store.write() as conn:
+        conn.execute(
+            update(j).where(j.c.id == live.id).values(running=True, runner_id=pool.runner_id)
+        )
+        for job in (live, orphan):
+            conn.execute(
+                r.insert().values(
+                    job_id=job.id,
+                    job_name=job.name,
+                    owner=job.owner,
+                    scheduled_for=to_db(now),
+                    started=to_db(now),
+                    outcome="running",
+                    runner=pool.runner_id,
+                )
+            )
+    pool._mark_lost(pool.runner_id, now, "test", skip=set(), unless_held=True)
+    outcomes = {run.job: run.outcome for run in store.runs(limit=10, all_owners=True)}
+    assert outcomes == {"live": Outcome.RUNNING, "orphan": Outcome.LOST}
+    # Without a thread that has it, the held job is an orphan too: released, then lost.
+    pool._reap_self(utcnow())
+    outcomes = {run.job: run.outcome for run in store.runs(limit=10, all_owners=True)}
+    assert outcomes == {"live": Outcome.LOST, "orphan": Outcome.LOST}
+    assert not store.get("live").running

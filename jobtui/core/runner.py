@@ -1436,17 +1436,37 @@ class RunnerPool:
             log.warning("reaped runner %s", rid)
 
     def _mark_lost(
-        self, rid: str, now: datetime, msg: str, *, skip: set[int] | None = None
+        self,
+        rid: str,
+        now: datetime,
+        msg: str,
+        *,
+        skip: set[int] | None = None,
+        unless_held: bool = False,
     ) -> None:
-        r = schema.run
+        """``running`` run rows of runner ``rid`` become ``lost``.
+
+        ``skip``: job ids left alone. ``unless_held``: also those whose job row
+        ``rid`` holds (running) in the same transaction: a claim that committed
+        after the caller looked at its threads' work is a live run, not an orphan.
+        """
+        r, j = schema.run, schema.job
         with self._write() as c:
+            held: set[int] = set()
+            if unless_held:
+                held = {
+                    int(x[0])
+                    for x in c.execute(
+                        select(j.c.id).where(j.c.running.is_(True), j.c.runner_id == rid)
+                    )
+                }
             rows = c.execute(
                 select(r.c.id, r.c.job_id, r.c.started).where(
                     r.c.runner == rid, r.c.outcome == Outcome.RUNNING.value
                 )
             ).all()
             for row in rows:
-                if skip is not None and int(row.job_id) in skip:
+                if (skip is not None and int(row.job_id) in skip) or int(row.job_id) in held:
                     continue
                 started = from_db(row.started)
                 c.execute(
@@ -1535,7 +1555,8 @@ class RunnerPool:
             self._release_job(jid, self.runner_id, now, msg, unless_active=True)
         with self._lock:
             active = set(self._active)
-        self._mark_lost(self.runner_id, now, msg, skip=active)
+        # A job claimed again since `active` was read holds its row: not lost.
+        self._mark_lost(self.runner_id, now, msg, skip=active, unless_held=True)
 
 
 # ---------------------------------------------------------------------- bookkeeping
