@@ -17,6 +17,9 @@ from hypothesis import settings as hypothesis_settings
 
 from jobtui.core.store import JobStore, open_store
 
+# tests/accounts.py: the `server` fixture of real operator, admin and runner accounts.
+pytest_plugins = ["accounts"]
+
 MYSQL_SERVER = os.environ.get("JOBTUI_TEST_MYSQL", "mysql+pymysql://root@127.0.0.1:3306")
 IN_CI = bool(os.environ.get("CI"))
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pymysql
 import pytest
+from accounts import Server, grant_kind
 from conftest import MYSQL_SERVER, admin_connection
 from procs import wait_for
 
@@ -32,79 +31,6 @@ pytestmark = pytest.mark.mariadb
 
 ONCE = make_schedule("once")
 HOURLY = make_schedule("every", every=3600)
-
-
-@dataclass
-class Server:
-    """The test database and its accounts (name -> password)."""
-
-    url: str  # as root
-    database: str
-    names: dict[str, str] = field(default_factory=dict)  # alice -> jt_alice_<random>
-    accounts: dict[str, str] = field(default_factory=dict)  # alice -> password
-
-    def url_for(self, key: str) -> str:
-        return self.url.replace("://root@", f"://{self.names[key]}:{self.accounts[key]}@")
-
-    def store(self, key: str) -> JobStore:
-        return open_store(self.url_for(key))
-
-    def raw(self, key: str) -> pymysql.connections.Connection:
-        """A plain client connection, as the `mariadb` command-line client would make."""
-        return pymysql.connect(
-            host="127.0.0.1",
-            port=3306,
-            user=self.names[key],
-            password=self.accounts[key],
-            database=self.database,
-            autocommit=True,
-        )
-
-
-def _grant(server: Server, kind: str, name: str) -> None:
-    """`jobtui grant NAME --KIND --apply`, as root (the real verb)."""
-    assert main(["--db", server.url, "grant", name, f"--{kind}", "--apply"]) == 0
-
-
-@pytest.fixture
-def server(mariadb_url: str) -> Iterator[Server]:
-    """alice and bob (operators), an admin and a runner account on a fresh database."""
-    sfx = secrets.token_hex(3)
-    database = mariadb_url.rsplit("/", 1)[1]
-    srv = Server(mariadb_url, database)
-    kinds = {"alice": "operator", "bob": "operator", "adm": "admin", "run": "runner"}
-    names = srv.names = {k: f"jt_{k}_{sfx}" for k in kinds}
-    conn = admin_connection()
-    try:
-        with conn.cursor() as cur:
-            for key, name in names.items():
-                pw = f"pw-{secrets.token_hex(4)}"
-                cur.execute(f"CREATE USER '{name}'@'%%' IDENTIFIED BY %s", (pw,))
-                srv.accounts[key] = pw
-        assert main(["--db", mariadb_url, "init"]) == 0  # as root: tables and views
-        for key, kind in kinds.items():
-            _grant(srv, kind, names[key])
-        yield srv
-    finally:
-        with conn.cursor() as cur:
-            for name in names.values():
-                cur.execute(f"DROP USER IF EXISTS '{name}'@'%'")
-            _revoke_database_grants(cur, database)
-        conn.close()
-
-
-def _revoke_database_grants(cur: pymysql.cursors.Cursor, database: str) -> None:
-    """Revoke what the roles were granted on this (soon dropped) database only."""
-    cur.execute(
-        "SELECT User, Table_name FROM mysql.tables_priv WHERE Db = %s AND Host = ''", (database,)
-    )
-    for role, table in cur.fetchall():
-        cur.execute(f"REVOKE ALL PRIVILEGES ON `{database}`.`{table}` FROM `{role}`")
-    cur.execute(
-        "SELECT User, Db FROM mysql.db WHERE Db = %s AND Host = ''", (database.replace("_", "\\_"),)
-    )
-    for role, db in cur.fetchall():
-        cur.execute(f"REVOKE ALL PRIVILEGES ON `{db}`.* FROM `{role}`")
 
 
 def _name(server: Server, key: str) -> str:
@@ -331,7 +257,7 @@ def test_an_admin_account_recreates_the_views_with_its_role_as_definer(
         )
         assert {r[0] for r in cur.fetchall()} == {f"{schema.ADMIN_ROLE}@"}
     admin.close()
-    _grant(server, "operator", _name(server, "alice"))
+    grant_kind(server, "operator", _name(server, "alice"))
     capsys.readouterr()
     code, out, err = _cli(capsys, server.url_for("alice"), "list", "--json")
     assert code == 0, err

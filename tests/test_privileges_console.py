@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from accounts import Server
 from test_console import console, row_texts, select_row, settle
-from test_privileges import HOURLY, Server, server  # noqa: F401 (the fixture)
+from test_privileges import HOURLY
 
 from jobtui.core.model import Status, What
 
 pytestmark = pytest.mark.mariadb
 
 
-async def test_operator_console_shows_and_steers_only_its_own_jobs(server: Server) -> None:  # noqa: F811
+async def test_operator_console_shows_and_steers_only_its_own_jobs(server: Server) -> None:
     bob = server.store("bob")
     try:
         bob.submit("shared", What("sql", "SELECT 1"), HOURLY)
