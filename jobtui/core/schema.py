@@ -165,6 +165,27 @@ meta = Table(
 )
 
 
+# Secrets only runners and admins may read (never the operators: docs/privileges.md),
+# e.g. the key that makes the runners' named-lock names impossible to compute.
+secret = Table(
+    "jobtui_secret",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", String(255), nullable=False),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+# Which accounts may use which Python actions (fnmatch patterns such as ``reports.*``):
+# an admin's decision (`jobtui grant ACCOUNT --actions PATTERN`), read by the runners.
+action_grant = Table(
+    "jobtui_action_grant",
+    metadata,
+    Column("account", String(190), primary_key=True),
+    Column("pattern", String(200), primary_key=True),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+
 # ---------------------------------------------------------------------- operators' views
 
 # The roles jobtui documents (docs/privileges.md); `jobtui grant` prints their grants.
