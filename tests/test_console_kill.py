@@ -103,7 +103,7 @@ def test_kill9_of_a_console_mid_call_is_lost_and_never_overlaps_the_orphan(
         victim=console_id,
         kill=console.kill9,
         heir=heir,
-        lock_holder=lock_holder(admin, lock_name(db, job.id)),
+        lock_holder=lock_holder(admin, lock_name(store.lock_key(), db, job.id)),
     )
     print(f"lost {lost_after:.1f} s after the kill (heartbeat timeout {TIMEOUT:g} s)")
     assert console_id not in {r.id for r in store.runners()}

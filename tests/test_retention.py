@@ -236,7 +236,7 @@ def test_one_pruner_at_a_time_on_mariadb(mariadb_url: str) -> None:
         db = str(make_url(mariadb_url).database)
         other = admin_connection(db)
         with other.cursor() as cur:
-            cur.execute("SELECT GET_LOCK(%s, 0)", (prune_lock_name(db),))
+            cur.execute("SELECT GET_LOCK(%s, 0)", (prune_lock_name(store.lock_key(), db),))
             assert cur.fetchone()[0] == 1  # type: ignore[index]
         assert store.prune_runs(keep=None, keep_days=30) == 0  # a runner skips its pass
         with pytest.raises(JobtuiError, match="another process"):

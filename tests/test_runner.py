@@ -184,9 +184,13 @@ def test_coalesce_arithmetic() -> None:
 
 
 def test_lock_names_stay_within_64_characters() -> None:
-    assert lock_name("shop", 7) == "jobtui:shop:7"
-    long = lock_name("s" * 64, 123456789012)
-    assert len(long) <= 64 and long.endswith(":123456789012")
+    short = lock_name("k" * 64, "shop", 7)
+    assert short.startswith("jobtui:") and len(short) == 64
+    assert "shop" not in short and not short.endswith(":7")  # nothing an operator can compute
+    long = lock_name("k" * 64, "s" * 64, 123456789012)
+    assert len(long) == 64 and long != short
+    assert lock_name("other key", "shop", 7) != short  # the key decides the name
+    assert lock_name("k" * 64, "shop", 8) != short and lock_name("k" * 64, "shop2", 7) != short
 
 
 # ---------------------------------------------------------------------- operators

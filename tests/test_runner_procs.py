@@ -147,7 +147,7 @@ def test_kill9_mid_run_is_lost_and_never_overlaps_the_orphan(
         victim=str(a_id),
         kill=a.kill9,
         heir=b,
-        lock_holder=lock_holder(admin, lock_name(db, job.id)),
+        lock_holder=lock_holder(admin, lock_name(store.lock_key(), db, job.id)),
     )
     assert lost_after < timeout + 2 + 0.5 + 2.5  # timeout + reap + poll + margin
     admin.close()

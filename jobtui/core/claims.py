@@ -1,23 +1,33 @@
 """The claim protocol's small pieces: lock names, named locks, leases, disconnect errors.
 
 MySQL/MariaDB: a job is executed only by the connection that holds
-``GET_LOCK('jobtui:<schema>:<job id>', 0)``. The server releases the lock
+``GET_LOCK(lock_name(key, schema, job id), 0)``. The server releases the lock
 when that connection goes away, and keeps it while an orphaned statement of
 a vanished client still runs. SQLite: the job row's lease (``locked_by``,
 ``locked_until``) written inside ``BEGIN IMMEDIATE``. docs/runners.md tells
 the whole protocol.
+
+Named locks are server-wide and any account may take or probe one, so their
+names hold a keyed digest (HMAC-SHA256 with a random key kept in
+``jobtui_secret``, which runners and admins read and operators cannot): an
+operator can neither take a job's lock to stop it nor ask ``IS_USED_LOCK``
+which jobs run (docs/privileges.md).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import logging
 import sqlite3
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from jobtui.core import schema
+from jobtui.core.errors import JobtuiError, PermissionDenied
 
 LOCK_PREFIX = "jobtui"
 MAX_LOCK_NAME = 64
@@ -29,13 +39,41 @@ CONNECTION_KILLED = 1927  # MariaDB: "Connection was killed"
 DUPLICATE_KEY = 1062
 
 
-def lock_name(schema_name: str, job_id: int) -> str:
-    """``jobtui:<schema>:<job id>``, at most 64 characters (long schema names are hashed)."""
-    name = f"{LOCK_PREFIX}:{schema_name}:{job_id}"
-    if len(name) <= MAX_LOCK_NAME:
-        return name
-    digest = hashlib.sha1(schema_name.encode()).hexdigest()[:16]
-    return f"{LOCK_PREFIX}:{digest}:{job_id}"
+def lock_name(key: str, schema_name: str, job_id: int | str) -> str:
+    """``jobtui:`` + hex HMAC-SHA256(key, ``<schema>:<job id>``), cut to 64 characters.
+
+    Without the key nobody can tell which name belongs to which job (or which
+    database), so an account that may not read ``jobtui_secret`` can neither
+    block a job by taking its lock nor see which jobs run.
+    """
+    if not key:
+        raise ValueError("the lock key is empty")
+    digest = hmac.new(key.encode(), f"{schema_name}:{job_id}".encode(), hashlib.sha256)
+    return f"{LOCK_PREFIX}:{digest.hexdigest()}"[:MAX_LOCK_NAME]
+
+
+def read_lock_key(conn: Connection) -> str:
+    """The lock names' key from ``jobtui_secret`` (runners and admins may read it)."""
+    s = schema.secret
+    try:
+        value = conn.execute(select(s.c.value).where(s.c.key == schema.LOCK_KEY)).scalar()
+    except DBAPIError as exc:
+        if schema.error_code(exc) in schema.PERMISSION_ERRORS:
+            raise PermissionDenied(
+                f"permission denied: this account may not read {s.name}, which holds the key "
+                "of the jobs' lock names; only runner and admin accounts run jobs or prune "
+                "(`jobtui grant ACCOUNT --runner`, docs/privileges.md)"
+            ) from None
+        if schema.error_code(exc) == 1146:
+            value = None
+        else:
+            raise
+    if not value:
+        raise JobtuiError(
+            f"no lock key in {s.name} yet: an admin runs `jobtui init` once on this database "
+            "(it creates the key that keeps the jobs' lock names secret, docs/privileges.md)"
+        )
+    return str(value)
 
 
 def current_schema(conn: Connection) -> str:

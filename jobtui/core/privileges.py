@@ -285,6 +285,9 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
         ]
         grants += [
             f"GRANT SELECT ON {on(schema.meta.name)} TO `{role}`",
+            # the key of the named-lock names (claims.lock_name); never granted to operators
+            f"GRANT SELECT ON {on(schema.secret.name)} TO `{role}`",
+            f"GRANT SELECT ON {on(schema.action_grant.name)} TO `{role}`",
             f"GRANT SELECT ON `mysql`.`procs_priv` TO `{role}`",
             f"GRANT SELECT ON `mysql`.`db` TO `{role}`",
             f"GRANT SELECT ON `mysql`.`roles_mapping` TO `{role}`",

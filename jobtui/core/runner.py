@@ -205,6 +205,7 @@ class RunnerPool:
         self.hold_ready = threading.Event()
         self._engine: Engine | None = None
         self._schema = ""
+        self._lock_key = ""  # the store's jobtui_secret key: lock names operators cannot compute
         self._lock = threading.Lock()
         self._active: dict[int, _Run | None] = {}  # job id -> run (None while claiming)
         # Batches claimed ahead of their slot that are executing now: their recording
@@ -259,10 +260,13 @@ class RunnerPool:
             if self.mysql:
                 with self.engine.connect() as conn:
                     self._schema = claims.current_schema(conn)
+                self._lock_key = self.store.lock_key()
             self._register()
-        except SQLAlchemyError as exc:
+        except (SQLAlchemyError, JobtuiError) as exc:
             if self._engine is not self.store.engine:
                 self.engine.dispose()
+            if isinstance(exc, JobtuiError):
+                raise
             raise translate_db_error(exc) from exc
         self.running = True
         for i in range(self.threads):
@@ -586,7 +590,8 @@ class RunnerPool:
     # ------------------------------------------------------------------ claiming
 
     def _lock_name(self, job_id: int) -> str:
-        return claims.lock_name(self._schema, job_id)
+        key = self._lock_key or self.store.lock_key()  # read at start(); once per store
+        return claims.lock_name(key, self._schema, job_id)
 
     def _take_hold(self, session: _Session, job_id: int) -> None:
         """Foreground mode: hold the job's lock (or lease) from now until stop."""

@@ -10,6 +10,7 @@ describes every column, docs/privileges.md the views and roles.
 from __future__ import annotations
 
 import hashlib
+import secrets
 from datetime import datetime
 from typing import Any
 
@@ -175,6 +176,8 @@ secret = Table(
     **MYSQL_TABLE_OPTIONS,
 )
 
+LOCK_KEY = "lock_key"  # jobtui_secret: the key of the lock names' HMAC (claims.lock_name)
+
 # Which accounts may use which Python actions (fnmatch patterns such as ``reports.*``):
 # an admin's decision (`jobtui grant ACCOUNT --actions PATTERN`), read by the runners.
 action_grant = Table(
@@ -276,7 +279,33 @@ def ensure_schema(engine: Engine) -> None:
             _sqlite_job_ids_never_reused(conn)
         _set_version(conn)
     if engine.dialect.name != "sqlite":
+        ensure_lock_key(engine)
         ensure_views(engine)
+
+
+def ensure_lock_key(engine: Engine) -> bool:
+    """Create the random key of the named-lock names once; False if this account may not.
+
+    MySQL/MariaDB only (SQLite has no named locks). A runner account may not
+    write ``jobtui_secret``: it leaves it to ``jobtui init`` by an admin.
+    INSERT IGNORE: two admins initialising at once keep one key.
+    """
+    with engine.connect() as conn:
+        try:
+            found = conn.execute(select(secret.c.value).where(secret.c.key == LOCK_KEY)).scalar()
+            if found is None:
+                conn.execute(
+                    secret.insert()
+                    .prefix_with("IGNORE")
+                    .values(key=LOCK_KEY, value=secrets.token_hex(32))
+                )
+            conn.commit()
+        except DBAPIError as exc:
+            if error_code(exc) in PERMISSION_ERRORS:
+                conn.rollback()
+                return False
+            raise
+    return True
 
 
 def ensure_views(engine: Engine) -> bool:

@@ -10,7 +10,6 @@ half-way. Runners use the same tables (``jobtui.core.runner``).
 from __future__ import annotations
 
 import getpass
-import hashlib
 import json
 import sqlite3
 import threading
@@ -40,7 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
-from jobtui.core import actions, schema
+from jobtui.core import actions, claims, schema
 from jobtui.core.db import make_engine, mask_text, mask_url, resolve_url, sqlite_now_override
 from jobtui.core.errors import (
     DatabaseUnavailable,
@@ -248,12 +247,10 @@ class Retention:
 DEFAULT_RETENTION = Retention()
 
 
-def prune_lock_name(schema_name: str) -> str:
-    """``jobtui:<schema>:prune``, at most 64 characters (a long schema name is hashed)."""
-    name = f"jobtui:{schema_name}:prune"
-    if len(name) <= 64:
-        return name
-    return f"jobtui:{hashlib.sha1(schema_name.encode()).hexdigest()[:16]}:prune"
+def prune_lock_name(key: str, schema_name: str) -> str:
+    """The pruners' named lock: keyed like the jobs' (``claims.lock_name``), so that an
+    operator can neither hold it to stop every pruning nor compute it."""
+    return claims.lock_name(key, schema_name, "prune")
 
 
 def open_store(
@@ -306,6 +303,7 @@ class JobStore:
         self.backend = "sqlite" if engine.dialect.name == "sqlite" else "mysql"
         self._owner: str | None = None
         self._owner_lock = threading.Lock()
+        self._lock_key: str | None = None
         self._tables: tuple[Table, Table] | None = None
         self._tables_lock = threading.Lock()
         self._poller: Connection | None = None  # see poll()
@@ -422,6 +420,22 @@ class JobStore:
                 return "unknown"
         with self.engine.connect() as conn:
             return str(conn.execute(text("SELECT CURRENT_USER()")).scalar_one())
+
+    @_db_errors
+    def lock_key(self) -> str:
+        """The key of the named-lock names (``jobtui_secret``), read once per store.
+
+        MySQL/MariaDB runner and admin accounts only: an operator's account may
+        not read it (PermissionDenied), which is the point.
+        """
+        with self._owner_lock:
+            if self._lock_key is None:
+                with self.engine.connect() as conn:
+                    try:
+                        self._lock_key = claims.read_lock_key(conn)
+                    finally:
+                        conn.rollback()
+            return self._lock_key
 
     def now(self) -> datetime:
         return aware(self.clock())
@@ -1268,7 +1282,7 @@ class JobStore:
         ``running`` rows are never deleted. Deletes go in transactions of at most
         ``batch`` rows (runners claim in between); ``max_batches`` bounds one call
         (the runners' housekeeping; the rest goes next time). On MySQL/MariaDB one
-        pruner at a time holds ``GET_LOCK('jobtui:<schema>:prune')``: when another
+        pruner at a time holds the named lock ``prune_lock_name``: when another
         holds it, this returns 0 at once (``wait`` 0, the runners) or raises a
         JobtuiError (exit 1) after ``wait`` seconds.
         Ages count back from ``now`` (default: the store's clock).
@@ -1292,7 +1306,9 @@ class JobStore:
         if self.is_sqlite:
             return self._prune(retention, job_id, dry_run, max_batches, now)
         with self.engine.connect() as lock_conn:
-            name = prune_lock_name(str(lock_conn.execute(text("SELECT DATABASE()")).scalar()))
+            name = prune_lock_name(
+                self.lock_key(), str(lock_conn.execute(text("SELECT DATABASE()")).scalar())
+            )
             got = lock_conn.execute(
                 text("SELECT GET_LOCK(:n, :w)"), {"n": name, "w": max(0.0, float(wait))}
             ).scalar()
