@@ -225,19 +225,49 @@ def account_user_sql(expr: str) -> str:
     return f"SUBSTRING({expr}, 1, CHAR_LENGTH({expr}) - CHAR_LENGTH(SUBSTRING_INDEX({expr}, '@', -1)) - 1)"
 
 
-def view_select(base: Table) -> str:
-    """The operators' view of ``base``: the rows whose owner is the invoking user.
+def account_host_sql(expr: str) -> str:
+    """SQL for the host part of ``user@host`` text: everything after the LAST @."""
+    return f"SUBSTRING_INDEX({expr}, '@', -1)"
+
+
+def owner_matches_invoker_sql(owner: str) -> str:
+    """SQL true when ``owner`` (``user@host-pattern``) may be the invoking session's account.
 
     Inside a SQL SECURITY DEFINER view CURRENT_USER() is the definer; USER() is
-    the invoking ``user@client-host``. The owner column holds CURRENT_USER() of
-    the submitting session (``user@host-pattern``), so the two are compared by
-    their user part: one user name on several hosts is one owner.
+    the invoking ``user@client-host``, the only trace of the invoker there is.
+    An owner is one account (user AND host), so:
+
+    - the user parts are equal byte for byte: compared as binary strings, which
+      do not pad (``'alice '`` is not ``alice``, as utf8mb4_bin's PAD SPACE would
+      have it) and do not fold case;
+    - the client's host matches the owner's host pattern as the server matches
+      an account's host: ``LIKE`` (% and _), case-insensitively, or an
+      ``IP/NETMASK`` host. ``alice@otherhost`` is refused to a session from
+      anywhere else.
+    """
+    ouser, uuser = account_user_sql(owner), account_user_sql("USER()")
+    ohost, uhost = account_host_sql(owner), account_host_sql("USER()")
+    netmask = (
+        f"(LOCATE('/', {ohost}) > 0 AND INET_ATON({uhost}) & "
+        f"INET_ATON(SUBSTRING_INDEX({ohost}, '/', -1)) = "
+        f"INET_ATON(SUBSTRING_INDEX({ohost}, '/', 1)))"
+    )
+    return (
+        f"CAST({ouser} AS BINARY) = CAST({uuser} AS BINARY) "
+        f"AND (LOWER({uhost}) LIKE LOWER({ohost}) OR {netmask})"
+    )
+
+
+def view_select(base: Table) -> str:
+    """The operators' view of ``base``: the rows whose owner is the invoking account.
+
+    The owner column holds CURRENT_USER() of the submitting session
+    (``user@host-pattern``); ``owner_matches_invoker_sql`` says when that is
+    the invoking session's account. Through the check option an operator can
+    write no other owner (docs/privileges.md).
     """
     cols = ", ".join(f"`{c.name}`" for c in base.columns)
-    return (
-        f"SELECT {cols} FROM `{base.name}` WHERE "
-        f"{account_user_sql('`owner`')} = {account_user_sql('USER()')}"
-    )
+    return f"SELECT {cols} FROM `{base.name}` WHERE {owner_matches_invoker_sql('`owner`')}"
 
 
 def view_ddl(name: str, base: Table, *, definer_role: bool = False) -> str:
