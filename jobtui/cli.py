@@ -1028,32 +1028,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def read_definitions(path: str) -> Any:
-    """The content of an export file (JSON or YAML; ``-`` is stdin)."""
-    label = "stdin" if path == "-" else repr(path)
-    try:
-        if path == "-":
-            content = sys.stdin.read()
-        else:
-            with open(path, encoding="utf-8") as fh:
-                content = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InvalidInput(f"cannot read import file {label}: {reason}") from None
-    try:
-        return json.loads(content)
-    except ValueError:
-        pass
-    import yaml
+    """The content of an export file (JSON or YAML; ``-`` is stdin), size and nesting bounded."""
+    from jobtui.core.importfile import read_definitions as read
 
-    try:
-        return yaml.safe_load(content)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise InvalidInput(
-            f"invalid import file {label}{where}: expected JSON or YAML as `jobtui export` "
-            "writes it"
-        ) from None
+    return read(path)
 
 
 def cmd_import(args: argparse.Namespace) -> int:

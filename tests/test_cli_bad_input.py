@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,58 @@ SQLITE_CASES: list[Any] = [
     pytest.param(
         ["--db", "postgresql://u:sekret@h/db", "list"], 2, "unsupported database", id="bad-url"
     ),
+    # import files that would never end, or take all memory or the stack (issue #11)
+    pytest.param(["import", "{tmp}/deep.json"], 2, "nested more than 32", id="import-deep-json"),
+    pytest.param(["import", "{tmp}/deep.yaml"], 2, "nested more than 32", id="import-deep-yaml"),
+    pytest.param(
+        ["import", "{tmp}/deepflow.yaml"], 2, "nested more than 32", id="import-deep-flow"
+    ),
+    pytest.param(["import", "{tmp}/laughs.yaml"], 2, "more than 1,000,000", id="import-laughs"),
+    pytest.param(["import", "{tmp}/aliases.yaml"], 2, "more than 1000 aliases", id="import-alias"),
+    pytest.param(["import", "{tmp}/wide.json"], 2, "more than 1,000,000", id="import-wide"),
+    pytest.param(["import", "{tmp}/huge.json"], 2, "larger than 8 MiB", id="import-huge"),
+    pytest.param(["import", "{tmp}/bigint.yaml"], 2, "cannot be read", id="import-bigint"),
+    pytest.param(["import", "/dev/zero"], 2, "not a regular file", id="import-dev-zero"),
+    pytest.param(["import", "{tmp}/fifo"], 2, "not a regular file", id="import-fifo"),
+    pytest.param(["import", "{tmp}"], 2, "not a regular file", id="import-directory"),
+    *(
+        pytest.param(["--db", url, "list"], 2, phrase, id=f"db-{key}")
+        for key, url, phrase in [
+            ("one-slash", "mysql+pymysql:/alice:sekret@host/db", "two slashes"),
+            ("empty", "", "empty"),
+            ("blank", "  ", "empty"),
+            ("no-scheme", "alice:sekret@host/db", "two slashes"),
+            ("creds-path", "./alice:sekret@host/db", "USER:PASSWORD@HOST without a scheme"),
+            ("sqlite-one-slash", "sqlite:/x.db", "two slashes"),
+            ("sqlite-host", "sqlite://x.db", "sqlite:///PATH"),
+            ("sqlite-no-path", "sqlite:///", "needs a file PATH"),
+            ("sqlite-option", "sqlite:///x.db?mode=ro", "takes no ?options"),
+            ("port-big", "mysql+pymysql://u:sekret@127.0.0.1:99999/db", "invalid port 99999"),
+            ("port-zero", "mysql+pymysql://u:sekret@127.0.0.1:0/db", "invalid port 0"),
+            ("port-abc", "mysql+pymysql://u:sekret@127.0.0.1:abc/db", "invalid database URL"),
+            ("no-database", "mysql+pymysql://u:sekret@127.0.0.1", "no /DATABASE"),
+            ("no-host", "mysql+pymysql:///db", "no HOST"),
+            ("host-space", "mysql+pymysql://u:sekret@ho st/db", "invalid host"),
+            ("option-unknown", "mysql+pymysql://u:sekret@h/db?bogus=1", "unknown connect option"),
+            ("option-infile", "mysql+pymysql://u:sekret@h/db?local_infile=1", "'local_infile'"),
+            ("timeout-abc", "mysql+pymysql://u:sekret@h/db?connect_timeout=abc", "whole seconds"),
+            ("timeout-0", "mysql+pymysql://u:sekret@h/db?connect_timeout=0", "whole seconds"),
+            ("charset", "mysql+pymysql://u:sekret@h/db?charset=latin1", "utf8mb4"),
+            (
+                "option-twice",
+                "mysql+pymysql://u:sekret@h/db?read_timeout=1&read_timeout=2",
+                "twice",
+            ),
+            ("password-option", "mysql+pymysql://u@h/db?password=sekret&x=1", "unknown connect"),
+            (
+                "option-file-missing",
+                "mysql+pymysql://u@h/db?read_default_file={tmp}/no.cnf",
+                "file",
+            ),
+            ("option-file-bad", "mysql+pymysql://u@h/db?read_default_file={tmp}/bad.cnf", "line 1"),
+            ("control", "mysql+pymysql://u:sekret@h/db\x1b[2J", "control characters"),
+        ]
+    ),
 ]
 
 # The issue's list and a few refusals also run as real subprocesses (the rest in-process).
@@ -197,6 +250,14 @@ SUBPROCESS_IDS = {
     "import-half-valid",
     "unreachable-mysql",
     "bad-url",
+    "import-deep-json",
+    "import-laughs",
+    "import-dev-zero",
+    "import-fifo",
+    "db-one-slash",
+    "db-empty",
+    "db-port-abc",
+    "db-option-unknown",
 }
 SUBPROCESS_CASES = [case for case in SQLITE_CASES if case.id in SUBPROCESS_IDS]
 
@@ -264,6 +325,39 @@ def _populate(url: str, tmp_path: Path) -> None:
     (tmp_path / "junk.txt").write_text("{ this is: [not, json, nor yaml\n")
 
 
+def _laughs() -> str:
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    lines.append(
+        'jobs: [{name: x, what: {kind: sql, target: "SELECT 1", args: *a9}, '
+        "schedule: {kind: every, every: 60}}]"
+    )
+    return "\n".join(lines) + "\n"
+
+
+# Import files that are bombs of one kind or another (all small on disk but one),
+# written only for the case that names them.
+BAD_FILES: dict[str, Callable[[], str]] = {
+    "deep.json": lambda: "[" * 100_000 + "]" * 100_000,
+    "deep.yaml": lambda: "- " * 20_000 + "x\n",
+    "deepflow.yaml": lambda: "jobs: " + "[" * 50_000 + "]" * 50_000 + "\n",
+    "laughs.yaml": _laughs,
+    "aliases.yaml": lambda: "a: &a x\nb: [" + ", ".join(["*a"] * 1001) + "]\n",
+    "wide.json": lambda: "[" + ",".join(["0"] * 1_000_001) + "]",
+    "huge.json": lambda: "[" + " " * (8 * 1024 * 1024) + "]",
+    "bigint.yaml": lambda: "- " + "9" * 100_000 + "\n",
+    "bad.cnf": lambda: "password = sekret\n",  # no [client] line before it
+}
+
+
+def _bad_files(tmp_path: Path, args: list[str]) -> None:
+    for name, content in BAD_FILES.items():
+        if any(f"{{tmp}}/{name}" in a for a in args):
+            (tmp_path / name).write_text(content())
+    if any("{tmp}/fifo" in a for a in args):
+        os.mkfifo(tmp_path / "fifo")
+
+
 def _run(url: str, args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "jobtui"]
     if "--db" not in args:
@@ -299,6 +393,7 @@ def test_bad_input_on_sqlite(
     args: list[str], code: int, phrase: str, sqlite_url: str, tmp_path: Path
 ) -> None:
     _populate(sqlite_url, tmp_path)
+    _bad_files(tmp_path, args)
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     _check(sqlite_url, args, code, phrase, tmp_path)
 
@@ -320,6 +415,7 @@ def test_bad_input_in_process(
     monkeypatch.delenv("JOBTUI_DEBUG", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     _populate(sqlite_url, tmp_path)
+    _bad_files(tmp_path, args)
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     before = dump(sqlite_url)
     capsys.readouterr()
@@ -346,3 +442,55 @@ def test_bad_input_on_mariadb(
     _populate(mariadb_url, tmp_path)
     args = [a.replace("{db}", database) for a in args]
     _check(mariadb_url, args, code, phrase, tmp_path)
+
+
+DB_CASES = [case for case in SQLITE_CASES if case.id.startswith("db-")]
+
+
+@pytest.mark.parametrize(("args", "code", "phrase"), DB_CASES)
+def test_a_bad_database_url_creates_nothing_and_shows_no_password(
+    args: list[str], code: int, phrase: str, tmp_path: Path
+) -> None:
+    """Issue #11 (12): a URL that does not parse is not taken for a SQLite path.
+
+    Run where a file would land (the working directory, the data directory):
+    afterwards both are as they were, and the password is nowhere in the output.
+    """
+    _bad_files(tmp_path, args)
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    work = tmp_path / "cwd"
+    work.mkdir()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    env = {k: v for k, v in os.environ.items() if k not in ("JOBTUI_DB", "JOBTUI_DEBUG")}
+    env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
+    proc = subprocess.run(
+        [sys.executable, "-m", "jobtui", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=work,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    _assert_refused(proc.returncode, proc.stdout, proc.stderr, code, phrase)
+    assert "sekret" not in proc.stdout
+    assert list(work.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no xdg/jobtui/jobtui.db
+
+
+def test_an_empty_jobtui_db_means_the_default_and_a_bad_one_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from jobtui.cli import main
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JOBTUI_DB", "mysql+pymysql:/alice:sekret@host/db")
+    assert main(["list"]) == 2
+    out, err = capsys.readouterr()
+    line = one_line_error(2, out, err)
+    assert "invalid JOBTUI_DB" in line and "sekret" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    monkeypatch.setenv("JOBTUI_DB", "")  # unset, as a shell would have it
+    assert main(["list"]) == 0
+    assert (tmp_path / "xdg" / "jobtui" / "jobtui.db").exists()

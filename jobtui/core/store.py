@@ -1160,6 +1160,9 @@ class JobStore:
         Jobs are imported for the connecting owner. Returns (created, changed).
         """
         self._check_writable()
+        from jobtui.core.importfile import check_shape  # (PyYAML only when importing)
+
+        check_shape(data)  # nesting and size bounded, whoever calls
         if isinstance(data, dict) and "jobs" in data:
             data = data["jobs"]
         if not isinstance(data, list):
