@@ -8,7 +8,7 @@ bounded before it is trusted:
   blocks or reads forever);
 - JSON or YAML: at most ``MAX_DEPTH`` levels of nesting and ``MAX_NODES`` values,
   counted as the data would be expanded, so YAML aliases ("billion laughs")
-  and merge keys that double at every level are refused early;
+  are refused early, and at most ``MAX_ALIASES`` aliases;
 - a YAML number too long to convert, or any other value PyYAML cannot build, is
   bad input too.
 
@@ -151,9 +151,8 @@ class _BoundedLoader(yaml.SafeLoader):
     """PyYAML's safe loader with limits on nesting, values, aliases and merged keys.
 
     Nesting, values and aliases are counted while the document is composed,
-    before anything is built; merged pairs as each mapping is flattened: a merge
-    key (``<<: [*a, *a]``) copies the merged pairs, so a few lines that double
-    at each level would otherwise take all memory before any check ran.
+    before anything is built; the pairs a merge key (``<<: *a``) copies into a
+    mapping are counted as each mapping is flattened.
     """
 
     def __init__(self, stream: str) -> None:
