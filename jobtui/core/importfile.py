@@ -4,8 +4,8 @@ An export file is a flat list of small mappings (depth 4). What is read is
 bounded before it is trusted:
 
 - the file: a regular file (or ``-``, stdin) of at most ``MAX_BYTES`` (a FIFO
-  or a device such as /dev/zero is refused without being opened, so nothing
-  blocks or reads forever);
+  or a device such as /dev/zero is opened without blocking and refused before
+  anything is read, so nothing blocks or reads forever);
 - JSON or YAML: at most ``MAX_DEPTH`` levels of nesting and ``MAX_NODES`` values,
   counted as the data would be expanded, so YAML aliases ("billion laughs")
   are refused early, and at most ``MAX_ALIASES`` aliases;
