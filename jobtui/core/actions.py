@@ -194,11 +194,14 @@ def is_granted(patterns: Iterable[str], name: str) -> bool:
 
 
 def _not_granted(account: str, name: str) -> str:
-    user, host = parse_account(account)
+    try:
+        who = quote_account(*parse_account(account))
+    except InvalidInput:  # an owner no grant could name: nothing to suggest for it
+        who = "ACCOUNT"
     return (
         f"the job's owner {account!r} may not use action {name!r}: no pattern in "
         f"{schema.action_grant.name} allows it (an admin allows it with `jobtui grant "
-        f"{quote_account(user, host)} --actions PATTERN --apply`, docs/privileges.md)"
+        f"{who} --actions PATTERN --apply`, docs/privileges.md)"
     )
 
 
