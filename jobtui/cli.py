@@ -434,6 +434,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="what `jobtui worker` needs (tables, and the grant tables for the EXECUTE check)",
     )
     p.add_argument(
+        "--actions",
+        action="append",
+        metavar="PATTERN",
+        help="allow ACCOUNT's jobs the Python actions matching PATTERN (fnmatch, e.g. "
+        "'reports.*'; repeat or comma-separate for several)",
+    )
+    p.add_argument(
+        "--revoke-actions",
+        action="append",
+        metavar="PATTERN",
+        help="take back patterns --actions gave (exactly as given)",
+    )
+    p.add_argument(
         "--apply", action="store_true", help="run the statements (needs an account that may grant)"
     )
     _json_option(p, "the statements")
@@ -1204,15 +1217,23 @@ def cmd_prune(args: argparse.Namespace) -> int:
 def cmd_grant(args: argparse.Namespace) -> int:
     from sqlalchemy import text
 
+    from jobtui.core.actions import action_grant_statements, check_patterns
     from jobtui.core.privileges import grant_statements, parse_account, quote_account
 
-    kind = args.kind or "operator"
+    # --actions/--revoke-actions alone touch only the allow-list; with a kind, both
+    patterns = args.actions or args.revoke_actions
+    kind = args.kind or (None if patterns else "operator")
     user, host = parse_account(args.account)  # bad input: exit 2 before connecting
+    if args.actions:
+        check_patterns(args.actions)
+    if args.revoke_actions:
+        check_patterns(args.revoke_actions)
     with _store(args, read_only=not args.apply) as store:
         if store.is_sqlite:
             raise InvalidInput(
                 "SQLite has no accounts: whoever may open the file sees and changes every "
                 "job (use file permissions); grants are for MySQL/MariaDB"
+                + ("; on SQLite every registered action is allowed" if patterns else "")
             )
         with store.engine.connect() as conn:
             database = conn.execute(text("SELECT DATABASE()")).scalar()
@@ -1220,7 +1241,14 @@ def cmd_grant(args: argparse.Namespace) -> int:
             raise InvalidInput(
                 f"no database in {store.masked_url}: give one, e.g. mysql+pymysql://USER@HOST/DB"
             )
-        statements = grant_statements(kind, f"{user}@{host}", str(database))
+        statements = grant_statements(kind, f"{user}@{host}", str(database)) if kind else []
+        if patterns:
+            statements += action_grant_statements(
+                f"{user}@{host}",
+                str(database),
+                grant=args.actions or (),
+                revoke=args.revoke_actions or (),
+            )
         if args.apply:
             with store.engine.connect() as conn:
                 # the driver's own cursor without parameters: the % of a host stays as it is
@@ -1230,7 +1258,8 @@ def cmd_grant(args: argparse.Namespace) -> int:
                         cur.execute(statement)
                 finally:
                     cur.close()
-                conn.commit()
+                # the driver's commit: the allow-list's rows are no DDL that commits by itself
+                conn.connection.dbapi_connection.commit()  # type: ignore[union-attr]
     account = quote_account(user, host)
     if args.json:
         _print_json(
@@ -1240,13 +1269,24 @@ def cmd_grant(args: argparse.Namespace) -> int:
                 "database": database,
                 "statements": statements,
                 "applied": bool(args.apply),
+                "actions": check_patterns(args.actions) if args.actions else [],
+                "revoked_actions": (
+                    check_patterns(args.revoke_actions) if args.revoke_actions else []
+                ),
             }
         )
         return EXIT_OK
     for statement in statements:
         _print(f"{statement};")
     if args.apply:
-        _print(f"-- applied: {account} is a jobtui {kind} of `{database}`")
+        if kind:
+            _print(f"-- applied: {account} is a jobtui {kind} of `{database}`")
+        if args.actions:
+            allowed = ", ".join(check_patterns(args.actions))
+            _print(f"-- applied: {account}'s jobs may use the actions matching {allowed}")
+        if args.revoke_actions:
+            taken = ", ".join(check_patterns(args.revoke_actions))
+            _print(f"-- applied: {account} no longer has the action patterns {taken}")
     return EXIT_OK
 
 

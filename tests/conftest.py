@@ -86,6 +86,18 @@ def admin_connection(database: str | None = None):  # type: ignore[no-untyped-de
     )
 
 
+@pytest.fixture(autouse=True)
+def _no_demo_actions_left() -> Iterator[None]:
+    """Each test starts in a process that knows no demo action: a test that opened a demo
+    database (tests/demo_db.py) must not lend them to the next one."""
+    from jobtui.core import actions
+    from jobtui.core.builtin_actions import DEMO_ACTIONS
+
+    yield
+    for name in DEMO_ACTIONS:
+        actions.unregister(name)
+
+
 @pytest.fixture
 def sqlite_url(tmp_path) -> str:  # type: ignore[no-untyped-def]
     return f"sqlite:///{tmp_path / 'jobtui.db'}"

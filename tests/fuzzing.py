@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from demo_db import make_demo
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from sqlalchemy import insert, select
@@ -104,6 +105,7 @@ def populate(url: str) -> None:
             Schedule("once", start=past, finish=past + timedelta(hours=1)),
         )
         store.submit("off", What("sql", "SELECT 1"), Schedule("every", every=60.0), disabled=True)
+        make_demo(store)  # the demo.* actions: a demo database
         store.submit("held", What("action", "demo.noop"), Schedule("every", every=30.0))
         store.pause("held")
         job = store.get("nightly")

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import admin_connection
+from demo_db import make_demo
 from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import select, text, update
@@ -237,6 +238,7 @@ def test_a_slow_run_in_a_burst_does_not_hold_back_the_others_recording(
 ) -> None:
     """Batches claimed ahead of one slot record after the slot's other batches have
     executed, but wait BURST_WAIT at most: a long run does not keep a short one "running"."""
+    make_demo(store)  # the demo.* actions: a demo database
     import threading
 
     from jobtui.core.runner import BURST_WAIT

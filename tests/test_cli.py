@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_db import make_demo
 from sqlalchemy import insert, text, update
 
 from jobtui.cli import normalize_argv, parse_args
@@ -188,7 +189,7 @@ def test_version_help_and_init(sqlite_url: str, cli_for) -> None:  # type: ignor
 
 
 def test_submit_list_show_json_and_tables(sqlite_url: str, cli_for) -> None:  # type: ignore[no-untyped-def]
-    cli = cli_for(sqlite_url)
+    cli = cli_for(make_demo(sqlite_url))
     out = cli("submit", "nightly", "--sql", "SELECT 1", "--every", "60", "--description", "d")
     assert re.fullmatch(
         r"submitted job nightly \(status ENABLED, next run [\d: -]+\)\n", out.stdout
@@ -269,7 +270,7 @@ def test_show_lists_no_next_runs_while_the_schedule_is_halted(sqlite_url: str, c
 
 
 def test_change_only_changes_what_is_given(sqlite_url: str, cli_for) -> None:  # type: ignore[no-untyped-def]
-    cli = cli_for(sqlite_url)
+    cli = cli_for(make_demo(sqlite_url))
     cli(
         "submit", "job", "--action", "demo.sleep", "--arg", "1", "--every", "60",
         "--start", "2030-01-01T00:00:00Z", "--finish", "2031-01-01T00:00:00Z",
@@ -347,8 +348,8 @@ def test_remove_keeps_the_log_and_forgets_the_job(sqlite_url: str, cli_for) -> N
 
 @pytest.mark.parametrize("fmt", ["json", "yaml"])
 def test_export_import_round_trip(fmt: str, tmp_path: Path, cli_for) -> None:  # type: ignore[no-untyped-def]
-    source = cli_for(f"sqlite:///{tmp_path / 'a.db'}")
-    target = cli_for(f"sqlite:///{tmp_path / 'b.db'}")
+    source = cli_for(make_demo(f"sqlite:///{tmp_path / 'a.db'}"))
+    target = cli_for(make_demo(f"sqlite:///{tmp_path / 'b.db'}"))
     store = open_store(source.url)
     store.submit(
         "one",

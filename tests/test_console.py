@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_db import make_demo
 from sqlalchemy import insert, select, update
 from textual.color import Color
 from textual.widgets import Button, Input, Select
@@ -40,6 +41,7 @@ BUSY = (WorkerState.PENDING, WorkerState.RUNNING)
 
 def seed(store: JobStore) -> None:
     """Three jobs: alpha (every 5 s), beta (cron, paused), gamma (action, every 60 s)."""
+    make_demo(store)  # the demo.* actions: a demo database
     store.submit("alpha", What("sql", "SELECT 1"), make_schedule("every", every=5))
     store.submit("beta", What("sql", "SELECT 2"), make_schedule("cron", cron="*/5 * * * *"))
     store.pause("beta")
@@ -781,7 +783,8 @@ def test_demo_database_has_a_dozen_varied_jobs(tmp_path: Path) -> None:
     assert jobs["cleanup-paused"].status is Status.PAUSED
     assert jobs["always-fails"].max_failures <= 3
     assert jobs["long-etl"].what.args == ("60",)
-    assert jobs["export-orders"].what.target == "demo.export_csv"
+    assert not [j for j in jobs.values() if j.what.target == "demo.export_csv"]
+    assert store.is_demo()
     store.pause("heartbeat")
     store.close()
     url2 = create_demo(str(tmp_path / "demo.db"))  # resets
@@ -796,6 +799,7 @@ def test_demo_database_has_a_dozen_varied_jobs(tmp_path: Path) -> None:
 @pytest.mark.slow
 async def test_w_starts_and_stops_hosted_runners_that_run_jobs(sqlite_url: str) -> None:
     store0 = open_store(sqlite_url)
+    make_demo(store0)  # the demo.* actions: a demo database
     store0.submit("quick", What("action", "demo.noop"), make_schedule("every", every=1))
     store0.submit(
         "failing",
@@ -819,6 +823,7 @@ async def test_w_starts_and_stops_hosted_runners_that_run_jobs(sqlite_url: str) 
 @pytest.mark.slow
 async def test_quit_with_runs_in_flight_asks_and_can_abort_them(sqlite_url: str) -> None:
     store0 = open_store(sqlite_url)
+    make_demo(store0)  # the demo.* actions: a demo database
     store0.submit("long", What("action", "demo.sleep", ("60",)), make_schedule("every", every=120))
     async with console(sqlite_url, runners=1) as (app, pilot, _store):
         await wait_for(pilot, lambda: row_texts(app)["long"]["status"] == "RUNNING", 20)

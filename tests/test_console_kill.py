@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import admin_connection
+from demo_db import make_demo
 from procs import (
     Console,
     check_exclusive,
@@ -117,6 +118,7 @@ def test_kill9_of_a_console_sqlite_the_job_moves_to_a_worker(
 ) -> None:
     require_tmux()
     store = open_store(sqlite_url)
+    make_demo(store)  # the demo.* actions: a demo database
     store.submit("nap", What("action", "demo.sleep", ("30",)), make_schedule("every", every=3))
     console = host(consoles, sqlite_url, tmp_path)
     console_id = console_runner(store)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_db import make_demo
 
 from jobtui.console.app import JobtuiApp, make_app
 from jobtui.core.model import What
@@ -45,6 +46,7 @@ def snap_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[JobS
 
 def populate(store: JobStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """Jobs in every interesting state, made by the store and a real runner pool."""
+    make_demo(store)  # the demo.* actions: a demo database
     every = make_schedule("every", every=5)
     store.submit("heartbeat", What("sql", "SELECT 1"), every, description="a trivial query")
     store.submit(

@@ -144,16 +144,32 @@ def test_console_script_works_on_sqlite(installed: Installed) -> None:
     done = installed.jobtui("--db", db, "list", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []
-    done = installed.jobtui("--db", db, "submit", "hello", "--action", "demo.noop", "--every", "60")
+    done = installed.jobtui("--db", db, "submit", "hello", "--sql", "SELECT 1", "--every", "60")
     assert done.returncode == 0, done.stderr
     done = installed.jobtui("--db", db, "list", "--json")
     assert done.returncode == 0, done.stderr
     jobs = json.loads(done.stdout)
     assert [(j["name"], j["status"]) for j in jobs] == [("hello", "ENABLED")]
-    # entry-point actions are registered by the installed distribution
-    done = installed.jobtui("--db", db, "submit", "bad", "--action", "no.such", "--once")
-    assert done.returncode == 2
-    assert "demo.noop" in done.stderr and "Traceback" not in done.stderr
+    # the distribution ships no action: the demo ones exist only in a demo database
+    done = installed.python(
+        "from importlib.metadata import entry_points; "
+        "print(len(entry_points(group='jobtui.actions')))"
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "0", done.stdout + done.stderr
+    for name in ("demo.noop", "demo.export_csv"):
+        done = installed.jobtui("--db", db, "submit", "bad", "--action", name, "--once")
+        assert done.returncode == 2
+        assert f"unknown action {name!r}: registered actions are none" in done.stderr
+        assert "Traceback" not in done.stderr
+    demo = installed.workdir / "demo.db"
+    done = installed.python(
+        f"from jobtui.console.demo import create_demo; create_demo({str(demo)!r})"
+    )
+    assert done.returncode == 0, done.stderr
+    done = installed.jobtui(
+        "--db", f"sqlite:///{demo}", "submit", "nap", "--action", "demo.sleep", "--once"
+    )
+    assert done.returncode == 0, done.stderr
 
 
 def test_default_database_is_in_the_data_directory(installed: Installed) -> None:

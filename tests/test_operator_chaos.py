@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_db import make_demo
 from fuzzing import assert_status_derived
 from procs import Worker, wait_for
 from sqlalchemy import select
@@ -127,6 +128,7 @@ def procs() -> Iterator[list[Any]]:
 
 
 def submit_jobs(store: JobStore) -> None:
+    make_demo(store)  # the demo.* actions: a demo database
     for i, name in enumerate(JOBS):
         seconds = ("0", "0.05", "0.1", "0.2", "0.3")[i % 5]
         store.submit(

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from demo_db import allow_actions, make_demo
 from procs import FakeClock, wait_for
 from sqlalchemy import select, text, update
 from sqlalchemy.engine import make_url
@@ -242,6 +243,7 @@ def test_abort_stops_the_statement_within_two_seconds(store: JobStore, pools: li
 
 
 def test_abort_an_action(store: JobStore, pools: list) -> None:
+    make_demo(store)  # the demo.* actions: a demo database
     store.submit("nap", What("action", "demo.sleep", ()), every(3600))
     start_pool(pools, store)
     assert wait_for(lambda: store.get("nap").running, 10)
@@ -253,6 +255,7 @@ def test_abort_an_action(store: JobStore, pools: list) -> None:
 
 
 def test_remove_while_running(store: JobStore, pools: list) -> None:
+    make_demo(store)  # the demo.* actions: a demo database
     make_ledger(store)
     store.submit("doomed", What("action", "demo.sleep", ()), every(3600))
     store.submit("other", ledger_sql("other"), every(1))
@@ -313,6 +316,7 @@ def toggle() -> Iterator[Toggle]:
 def test_backoff_timings_and_broken_with_injected_clock(
     store: JobStore, pools: list, toggle: Toggle
 ) -> None:
+    allow_actions(store, "test.*")  # MySQL/MariaDB: the admins' allow-list
     submitted = store.submit("flaky", What("action", "test.toggle"), every(300), max_failures=4)
     slot0 = submitted.next_run
     assert slot0 is not None
@@ -359,6 +363,7 @@ def test_backoff_timings_and_broken_with_injected_clock(
 
 
 def test_stop_lets_runs_finish_then_aborts(store: JobStore, pools: list) -> None:
+    make_demo(store)  # the demo.* actions: a demo database
     store.submit("nap", What("action", "demo.sleep", ()), every(3600))
     pool = start_pool(pools, store)
     assert wait_for(lambda: store.get("nap").running, 10)
@@ -414,6 +419,7 @@ def test_run_foreground_runs_a_once_job(store: JobStore) -> None:
 
 
 def test_run_foreground_refuses_a_job_another_runner_holds(store: JobStore, pools: list) -> None:
+    make_demo(store)  # the demo.* actions: a demo database
     store.submit("held", What("action", "demo.sleep", ("20",)), every(3600))
     pool = start_pool(pools, store)
     assert wait_for(lambda: store.get("held").running, 10)

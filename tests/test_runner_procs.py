@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import admin_connection
+from demo_db import make_demo
 from procs import (
     check_exclusive,
     create_ledger_proc,
@@ -158,6 +159,7 @@ def test_kill9_sqlite_lease_expires_and_another_worker_takes_over(
     sqlite_url: str, workers: list, tmp_path: Path
 ) -> None:
     store = open_store(sqlite_url)
+    make_demo(store)  # the demo.* actions: a demo database
     store.submit("nap", What("action", "demo.sleep", ("30",)), make_schedule("every", every=3))
     timeout = 4.0
     a = spawn(workers, sqlite_url, tmp_path, "a", threads=1, poll=0.5, heartbeat_timeout=timeout)
@@ -190,6 +192,7 @@ def test_a_stopped_sqlite_worker_keeps_its_job_until_it_resumes(
     SIGCONT the run ends ok in the worker that started it.
     """
     store = open_store(sqlite_url)
+    make_demo(store)  # the demo.* actions: a demo database
     store.submit("nap", What("action", "demo.sleep", ("5",)), make_schedule("every", every=1))
     timeout = 2.0
     a = spawn(workers, sqlite_url, tmp_path, "a", threads=1, poll=0.5, heartbeat_timeout=timeout)
@@ -282,6 +285,7 @@ def test_sigterm_waits_for_grace_then_aborts(
     sqlite_url: str, workers: list, tmp_path: Path
 ) -> None:
     store = open_store(sqlite_url)
+    make_demo(store)  # the demo.* actions: a demo database
     store.submit("nap", What("action", "demo.sleep", ("30",)), make_schedule("every", every=3600))
     store.submit(
         "quick", What("action", "demo.sleep", ("0.5",)), make_schedule("every", every=3600)

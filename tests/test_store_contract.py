@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from conftest import admin_connection
+from demo_db import make_demo
 from sqlalchemy import Column, MetaData, Table, insert, inspect, select, text, update
 from sqlalchemy.exc import IntegrityError
 
@@ -185,6 +186,7 @@ def test_submit_sql_every(cstore: JobStore) -> None:
 
 
 def test_submit_action_builtin(cstore: JobStore) -> None:
+    make_demo(cstore)  # the demo.* actions: a demo database
     job = cstore.submit("noop", What("action", "demo.noop"), make_schedule("once"))
     assert job.what == What("action", "demo.noop")
     assert job.what.describe() == "action demo.noop"
@@ -417,6 +419,7 @@ def test_preview_expr_null_ends_the_list(cstore: JobStore) -> None:
 
 
 def test_change_only_what_is_given(cstore: JobStore, clock: FakeClock) -> None:
+    make_demo(cstore)  # the demo.* actions: a demo database
     job = cstore.submit(
         "keep",
         What("sql", "SELECT 1"),
@@ -711,6 +714,7 @@ def test_steering_unknown_job(store: JobStore, op: str) -> None:
 
 
 def make_varied_jobs(store: JobStore) -> None:
+    make_demo(store)  # the demo.* actions: a demo database
     store.submit(
         "every_window",
         What("sql", "SELECT 1"),
@@ -1723,6 +1727,7 @@ def test_resume_after_the_window_closed_finishes(
 def test_a_batch_read_equals_one_row_reads_and_shares_alike_schedules(cstore: JobStore) -> None:
     """jobs_changed_since reads many rows at once (shared What/Schedule objects); each Job
     equals the one read on its own, and sharing never leaks one job's schedule to another."""
+    make_demo(cstore)  # the demo.* actions: a demo database
     sql_every(cstore, "a", every=60)
     sql_every(cstore, "b", every=60)
     sql_every(cstore, "c", every=90)

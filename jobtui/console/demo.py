@@ -1,9 +1,9 @@
 """A demo database: a dozen varied jobs to watch, steer and break in the console.
 
 ``jobtui demo`` calls :func:`create_demo` and opens the console hosting
-runners on it. The jobs use the builtin ``demo.*`` actions and SQL against
-three small demo tables, so nothing outside the file is touched except the
-CSV export next to it.
+runners on it. The jobs use the ``demo.*`` actions (known only in a database
+marked as a demo, as this one is: ``JobStore.mark_demo``) and SQL against
+three small demo tables, so nothing outside the file is touched.
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ def create_demo(path: str | None = None) -> str:
     url = f"sqlite:///{db}"
     store = open_store(url)
     try:
+        store.mark_demo()  # the demo.* actions exist in this database only
         with store.write() as conn:
             for statement in DEMO_TABLES + DEMO_ROWS:
                 conn.execute(text(statement))
-        csv_path = str(db.parent / "demo_orders.csv")
         every, cron, expr, once = "every", "cron", "expr", "once"
         jobs = [
             # name, what, schedule kind, schedule value, description, max failures
@@ -88,11 +88,11 @@ def create_demo(path: str | None = None) -> str:
             ),
             ("flaky", What("action", "demo.flaky"), every, 7, "fails about one run in three", 16),
             (
-                "export-orders",
-                What("action", "demo.export_csv", ("demo_orders", csv_path)),
+                "restock-tea",
+                What("sql", "UPDATE demo_orders SET qty = qty + 1 WHERE item = 'tea'"),
                 every,
                 20,
-                f"exports demo_orders to {csv_path}",
+                "updates demo_orders rows in place",
                 16,
             ),
             (

@@ -1,15 +1,18 @@
-"""Actions shipped with jobtui (registered as entry points): handy for demos and tests."""
+"""The demo actions: only in a database that `jobtui demo` made.
+
+They are not entry points: ``JobStore`` registers them (``register_demo``) in
+a process that opens a database marked as a demo (the ``demo`` key of
+``jobtui_meta``, written by ``JobStore.mark_demo``), so a worker started on
+the demo database runs them and every other database calls them unknown.
+No action jobtui ships writes files.
+"""
 
 from __future__ import annotations
 
-import csv
 import random
-from pathlib import Path
 
-from sqlalchemy import text
-
-from jobtui.core.actions import ActionContext
-from jobtui.core.model import check_identifier
+from jobtui.core import actions
+from jobtui.core.actions import Action, ActionContext
 
 
 def noop(ctx: ActionContext) -> None:
@@ -33,19 +36,17 @@ def flaky(ctx: ActionContext) -> None:
         raise RuntimeError("flaky: simulated transient failure")
 
 
-def export_csv(ctx: ActionContext) -> None:
-    """Export table ARG1 to the CSV file ARG2 (through the run's own connection)."""
-    if len(ctx.args) != 2:
-        raise ValueError("demo.export_csv takes two arguments: TABLE and PATH")
-    table = check_identifier(ctx.args[0], "table name")
-    path = Path(ctx.args[1]).expanduser()
-    quoted = ctx.connection.dialect.identifier_preparer.quote_identifier(table)
-    result = ctx.connection.execute(text(f"SELECT * FROM {quoted}"))  # identifier validated
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(result.keys())
-        for row in result:
-            writer.writerow(list(row))
-    tmp.replace(path)
+DEMO_KEY = "demo"  # jobtui_meta: present in a database that `jobtui demo` made
+
+DEMO_ACTIONS: dict[str, Action] = {
+    "demo.noop": noop,
+    "demo.sleep": sleep,
+    "demo.fail": fail,
+    "demo.flaky": flaky,
+}
+
+
+def register_demo() -> None:
+    """Register the demo actions in this process (its store opened a demo database)."""
+    for name, fn in DEMO_ACTIONS.items():
+        actions.register(name, fn)

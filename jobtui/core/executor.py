@@ -6,7 +6,8 @@ SELECT really executes to the end); ``action`` calls the registered Python
 callable with an ``ActionContext``. The caller owns the transaction: it
 commits after a success and rolls back after a failure or an abort. On
 MySQL/MariaDB ``jobtui.core.privileges`` first checks that the job's owner may
-do what it runs (a refusal fails the run).
+do what it runs, and for an action ``jobtui.core.actions.check_granted`` that
+an admin allowed it to the owner (a refusal fails the run).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def execute(
     privileges.check_may_run(conn, job, sql_owners=sql_owners)
     what = job.what
     if what.kind == "action":
+        actions.check_granted(conn, job)  # the admins' allow-list (MySQL/MariaDB)
         fn = actions.resolve(what.target)
         ctx = actions.ActionContext(
             job=job, connection=conn, args=tuple(what.args), abort_event=abort_event

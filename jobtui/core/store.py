@@ -39,7 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
-from jobtui.core import actions, claims, schema
+from jobtui.core import actions, builtin_actions, claims, schema
 from jobtui.core.db import make_engine, mask_text, mask_url, resolve_url, sqlite_now_override
 from jobtui.core.errors import (
     DatabaseUnavailable,
@@ -275,6 +275,12 @@ def open_store(
         except BaseException:
             store.close()
             raise
+        try:
+            if store.is_demo():
+                builtin_actions.register_demo()
+        except BaseException:
+            store.close()
+            raise
     return store
 
 
@@ -397,6 +403,28 @@ class JobStore:
                 f"(role {schema.ADMIN_ROLE}, docs/privileges.md); account {self.owner!r} sees "
                 f"only its own jobs: leave out {option}"
             )
+
+    @_db_errors
+    def mark_demo(self) -> None:
+        """Mark this database as a demo (`jobtui demo`): a process that opens it knows the
+        demo actions (``builtin_actions``); no other database does."""
+        with self.write() as conn:
+            key = schema.meta.c.key
+            conn.execute(schema.meta.delete().where(key == builtin_actions.DEMO_KEY))
+            conn.execute(schema.meta.insert().values(key=builtin_actions.DEMO_KEY, value="1"))
+        builtin_actions.register_demo()
+
+    @_db_errors
+    def is_demo(self) -> bool:
+        """Whether `jobtui demo` made this database (False when jobtui_meta is unreadable)."""
+        with self.engine.connect() as conn:
+            try:
+                found = conn.execute(schema.select_meta(builtin_actions.DEMO_KEY)).first()
+            except DBAPIError as exc:
+                if schema.error_code(exc) in (1146, *schema.PERMISSION_ERRORS):
+                    return False
+                raise
+            return found is not None
 
     @_db_errors
     def ping(self) -> None:
@@ -700,7 +728,7 @@ class JobStore:
         self._check_writable()
         current = self.get(name, owner=owner)
         if what is not None:
-            self.check_what(what)
+            self.check_what(what, owner=current.owner)
         if description is not None:
             description = check_description(description)
         if max_failures is not None:
@@ -1063,10 +1091,14 @@ class JobStore:
     # ------------------------------------------------------------------ validation
 
     @_db_errors
-    def check_what(self, what: What) -> None:
-        """Validate what a job runs against this database (procedure exists, action registered)."""
+    def check_what(self, what: What, *, owner: str | None = None) -> None:
+        """Validate what a job runs against this database (procedure exists, action registered
+        and, where the account may read the allow-list, allowed to the job's owner)."""
         if what.kind == "action":
             actions.check_registered(what.target)
+            if not self.is_sqlite:
+                with self.read() as conn:
+                    actions.refuse_ungranted(conn, owner or self.owner, what.target)
             return
         if what.kind == "call":
             schema_name, proc = split_procedure(what.target)

@@ -333,7 +333,7 @@ class EditScreen(ModalScreen[JobForm | None]):
     def check(self, version: int, form: JobForm) -> None:
         """The checks only the database can make, and the preview (in a thread)."""
         try:
-            self.store.check_what(form.what)
+            self.store.check_what(form.what, owner=self.job.owner if self.job else None)
             self.store.check_expr_schedule(form.schedule, self.store.now())
             upcoming = self.store.preview_schedule(form.schedule, 5)
         except JobtuiError as exc:
