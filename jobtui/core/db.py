@@ -224,6 +224,37 @@ def _mysql_conversions() -> dict[Any, Any]:
     return conv
 
 
+# COM_RESET_CONNECTION: the server-side session back to a new connection's state.
+COM_RESET_CONNECTION = 0x1F
+
+
+def reset_mysql_session(raw: Any) -> None:
+    """Give a PyMySQL connection the session a new connection of the engine would have.
+
+    COM_RESET_CONNECTION rolls back, sets every session variable back to its
+    global value (time_zone, sql_mode, character sets ...), drops user
+    variables, temporary tables and prepared statements, releases named locks
+    and sets autocommit to the server's default. Then what connecting set up
+    is applied again, from the connection's own parameters (``_mysql_engine``'s
+    ``connect_args`` and ``charset``, replayed in PyMySQL's connect order):
+    SET NAMES, sql_mode, ``init_command`` (the UTC time zone), autocommit.
+    The runner calls it between two owners' runs on one connection, so that no
+    run's session settings reach another job (docs/runners.md).
+    """
+    raw._execute_command(COM_RESET_CONNECTION, b"")
+    raw._read_ok_packet()
+    raw.set_character_set(raw.charset, raw.collation)
+    cur = raw.cursor()
+    try:
+        if raw.sql_mode is not None:
+            cur.execute("SET sql_mode=%s", (raw.sql_mode,))
+        if raw.init_command is not None:
+            cur.execute(raw.init_command)
+    finally:
+        cur.close()
+    raw.autocommit(raw.autocommit_mode)
+
+
 def _mysql_engine(url: URL, *, pool_size: int) -> Engine:
     query = dict(url.query)
     option_file = query.get("read_default_file")
