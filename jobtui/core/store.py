@@ -758,16 +758,17 @@ class JobStore:
         """
         self._check_writable()
         job = self.get(name, owner=owner)
+        removed = replace(job, remove_requested=False)
         deadline = time.monotonic() + wait
         if self._remove_or_mark(job):
-            return job
+            return removed
         while time.monotonic() < deadline:
             time.sleep(0.1)
             current = self.get_by_id(job.id)
             if current is None:
-                return job  # the runner deleted it when it recorded the run's end
+                return removed  # the runner deleted it when it recorded the run's end
             if not current.running and self._remove_or_mark(current):
-                return job  # ended without a runner to delete it (reaped, or an old runner)
+                return removed  # ended without a runner to delete it (reaped, or an old runner)
         return replace(self.get_by_id(job.id) or job, remove_requested=True)
 
     def _remove_or_mark(self, job: Job) -> bool:
