@@ -560,10 +560,11 @@ class RunnerPool:
         """Queue the jobs: one by one, except short ones when there are many (batches).
 
         A batch holds one owner's jobs only: its runs share a connection, which is
-        reset before another owner's claim (``_Session.reset``). An owner's short jobs
-        are spread over the threads it may hold (one batch each, so every due job is
-        claimed before its slot), unless a batch's last durations would add up to
-        more than BATCH_BUDGET: then more, smaller batches.
+        reset after each batch (``_Session.reset``). An owner's short jobs are spread
+        over the threads (one batch each), unless a batch's last durations would add
+        up to more than BATCH_BUDGET: then more, smaller batches. (Not over the threads
+        the owner may hold at once: larger batches' claims lock by a table scan once
+        they name a large part of the table, and deadlocked in the benchmark.)
         """
         quick: dict[str, list[int]] = {}
         for jid in jids:
@@ -572,7 +573,7 @@ class RunnerPool:
             else:
                 self._queue.put(("run", [jid]), owners[jid])
         for owner, ids in quick.items():
-            size = min(MAX_BATCH, max(1, -(-len(ids) // min(self.threads, self.owner_cap))))
+            size = min(MAX_BATCH, max(1, -(-len(ids) // self.threads)))
             mean = sum(short[jid] for jid in ids) / len(ids)
             size = max(1, min(size, int(BATCH_BUDGET / max(mean, 1e-4))))
             for i in range(0, len(ids), size):
