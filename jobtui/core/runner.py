@@ -61,13 +61,8 @@ MAX_BATCH = 256  # short jobs claimed and recorded together when many are due
 BATCH_BUDGET = 0.25  # seconds: a batch's jobs run one after another; their last runs add up to this
 MIN_PASS = 0.02  # seconds between two scheduler passes a worker asked for
 DEFAULT_LEAD = 0.25  # seconds: a slot due this soon is claimed now and executed at its time
-RECHECK_COLUMNS = (
-    "id",
-    "intent",
-    "broken",
-    "abort_requested",
-    "remove_requested",
-)  # a run claimed ahead, at its slot
+# What a run claimed ahead re-reads at its slot.
+RECHECK_COLUMNS = ("id", "intent", "broken", "abort_requested", "remove_requested")
 BURST_WAIT = 0.2  # seconds: the longest a batch's recording waits for a slot's other batches
 SHORT_RUN = 0.1  # seconds: a job whose last run took less may be batched
 MAX_ERROR_LENGTH = 8000
@@ -196,7 +191,7 @@ class _OwnerQueue:
 
     Each "run" item is one owner's (batches never mix owners), so one owner's jobs never
     execute on more than ``cap`` threads at once: a few endless jobs of one owner leave
-    the pool's other threads to the others (docs/runners.md, "Fairness").
+    the pool's other threads to the others (docs/runners.md, "Between owners").
     """
 
     def __init__(self, cap: int) -> None:
@@ -241,11 +236,6 @@ class _OwnerQueue:
                 for owner, _ in self._items
                 if owner is None or self._holding.get(owner, 0) < self.cap
             )
-
-    def holding(self) -> dict[str, int]:
-        """Owner -> items taken by threads now (executing or being claimed)."""
-        with self._cond:
-            return dict(self._holding)
 
 
 def owner_cap(threads: int, share: float) -> int:
