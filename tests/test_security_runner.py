@@ -362,3 +362,39 @@ def test_endless_actions_of_one_owner_leave_the_others_on_time_sqlite(
             p.stop(grace=0)
         alice.close()
         bob.close()
+
+
+def test_a_reaped_run_of_a_removed_job_frees_its_name(
+    store: JobStore, pools: list[RunnerPool]
+) -> None:
+    """The runner of a job removed while it ran died: the reaper that releases the job
+    deletes the row instead (its run is over), and the name is free."""
+    job = store.submit("orphan", quick_what(store), every(3600))
+    with store.write() as conn:
+        conn.execute(
+            text(
+                "UPDATE jobtui_job SET running = 1, runner_id = 'gone-runner', "
+                "remove_requested = 1, abort_requested = 1 WHERE id = :id"
+            ),
+            {"id": job.id},
+        )
+    with pytest.raises(InvalidInput, match="is being removed"):
+        store.submit("orphan", quick_what(store), every(3600))
+    start_pool(pools, store, heartbeat_timeout=1.0)
+    assert wait_for(lambda: store.get_by_id(job.id) is None, 20)
+    assert store.submit("orphan", quick_what(store), every(3600)).id != job.id
+
+
+def test_owner_queue_passes_other_owners_while_one_holds_its_share() -> None:
+    from jobtui.core.runner import _OwnerQueue
+
+    q = _OwnerQueue(cap=1)
+    for owner, jid in (("alice", 1), ("alice", 2), ("bob", 3)):
+        q.put(("run", [jid]), owner)
+    assert q.get() == (("run", [1]), "alice")
+    assert q.runnable() == 1  # alice's second waits; bob's passes
+    assert q.get() == (("run", [3]), "bob")
+    q.put(None)
+    assert q.get() == (None, None)  # a stop passes too
+    q.done("alice")
+    assert q.get() == (("run", [2]), "alice")
