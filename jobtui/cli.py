@@ -88,6 +88,20 @@ def _seconds(label: str, minimum: float, maximum: float) -> Callable[[str], floa
     return parse
 
 
+def _owner_share(text: str) -> float:
+    """``--owner-share``: a fraction above 0 and at most 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1:  # NaN fails both comparisons
+        raise argparse.ArgumentTypeError(
+            f"invalid --owner-share {text!r}: expected a fraction of the threads above 0 and at "
+            "most 1, e.g. 0.5 (one owner's jobs then hold at most half of them, at least one)"
+        )
+    return value
+
+
 def _keep_runs(text: str) -> int | None:
     """``--keep-runs``: a whole number 0-100000000, or ``off`` (no count limit)."""
     from jobtui.core.store import MAX_KEEP_RUNS
@@ -392,6 +406,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.25,
         help="claim a run this long before its slot, so that only the execution is left "
         "for the slot (default 0.25; 0 claims at the slot)",
+    )
+    p.add_argument(
+        "--owner-share",
+        metavar="FRACTION",
+        type=_owner_share,
+        default=0.5,
+        help="the largest share of the threads one owner's jobs may hold at once (default "
+        "0.5; at least one thread; 1 lets one owner take them all)",
     )
     p.add_argument(
         "--allow-sql-owner",
@@ -750,7 +772,13 @@ def cmd_change(args: argparse.Namespace) -> int:
 def cmd_remove(args: argparse.Namespace) -> int:
     with _store(args) as store:
         job = store.remove(args.name, owner=args.owner)
-    _print(f"removed job {job.name} (its run log is kept)")
+    if job.remove_requested:
+        _print(
+            f"removal of job {job.name} is pending: its run is being aborted and the job is "
+            "deleted when that run has ended (its run log is kept; the name is free only then)"
+        )
+    else:
+        _print(f"removed job {job.name} (its run log is kept)")
     return EXIT_OK
 
 
@@ -1088,6 +1116,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
                 heartbeat_timeout=args.heartbeat_timeout,
                 lead=args.lead,
                 retention=_retention(args),
+                owner_share=args.owner_share,
             )
         )
 

@@ -290,7 +290,9 @@ def test_sigterm_waits_for_grace_then_aborts(
     store.submit(
         "quick", What("action", "demo.sleep", ("0.5",)), make_schedule("every", every=3600)
     )
-    w = spawn(workers, sqlite_url, tmp_path, "g", threads=2, poll=0.5, grace=1.5)
+    # 4 threads: one owner's jobs hold at most half of them (--owner-share), and both
+    # of its jobs must run at once here
+    w = spawn(workers, sqlite_url, tmp_path, "g", threads=4, poll=0.5, grace=1.5)
     assert wait_for(lambda: store.get("nap").running and store.get("quick").last_outcome, 20)
     t0 = time.monotonic()
     assert w.terminate() == 0

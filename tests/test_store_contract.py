@@ -1489,8 +1489,13 @@ def test_runners_listing(cstore: JobStore) -> None:
 def test_remove_of_a_running_job_asks_for_abort_first(cstore: JobStore) -> None:
     job = sql_every(cstore, "busy")
     set_columns(cstore, job.id, running=True, runner_id="gone-runner")
-    removed = cstore.remove("busy", wait=0.3)  # nobody finishes it: removed after the wait
-    assert removed.id == job.id
+    pending = cstore.remove("busy", wait=0.3)  # nobody finishes it: the row is kept
+    assert pending.id == job.id and pending.remove_requested
+    kept = cstore.get("busy")
+    assert kept.running and kept.abort_requested and kept.remove_requested
+    set_columns(cstore, job.id, running=False)  # the run ended (a reaper released it)
+    removed = cstore.remove("busy", wait=0.3)
+    assert removed.id == job.id and not removed.remove_requested
     with pytest.raises(JobNotFound):
         cstore.get("busy")
 

@@ -396,10 +396,10 @@ class JobtuiApp(App[None]):
         except JobtuiError as exc:
             self.post_message(ActionFailed(verb, label, str(exc)))
             return
-        if removes:
+        if removes and not result.remove_requested:
             self.post_message(JobRemoved(result))
-        else:
-            self.post_message(JobChanged(result, verb))
+        else:  # a removal still waiting for its run to end keeps its row until then
+            self.post_message(JobChanged(result, "removal pending" if removes else verb))
 
     def on_job_changed(self, message: JobChanged) -> None:
         job = message.job

@@ -75,6 +75,7 @@ RECORD_COLUMNS = (
     "next_run",
     "total_time",
     "created",
+    "remove_requested",
 )
 
 RUN_INSERT_COLUMNS = (
@@ -270,3 +271,10 @@ def record_runs(cur: Any, runner: str, outcomes: Sequence[tuple[int, Any, dict[s
         params,
     )
     return int(cur.rowcount)
+
+
+def delete_jobs(cur: Any, ids: Sequence[int]) -> None:
+    """``DELETE FROM jobtui_job WHERE id IN (...)``: jobs removed while their run was in
+    flight, deleted as that run's end is recorded (their rows are locked)."""
+    if ids:
+        _execute(cur, f"DELETE FROM {JOB} WHERE id IN ({_marks(len(ids))})", ids)

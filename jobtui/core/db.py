@@ -394,6 +394,48 @@ def _mysql_conversions() -> dict[Any, Any]:
     return conv
 
 
+# COM_RESET_CONNECTION: the server-side session back to a new connection's state.
+COM_RESET_CONNECTION = 0x1F
+
+
+def reset_mysql_session(raw: Any) -> None:
+    """Give a PyMySQL connection the session a new connection of the engine would have.
+
+    COM_RESET_CONNECTION rolls back, sets every session variable back to its
+    global value (time_zone, sql_mode, character sets ...), drops user
+    variables, temporary tables and prepared statements, releases named locks
+    and sets autocommit to the server's default. Then what connecting set up
+    is applied again, from the connection's own parameters (``_mysql_engine``'s
+    ``connect_args`` and ``charset``, as PyMySQL's connect applies them: SET
+    NAMES, sql_mode, ``init_command`` (the UTC time zone), autocommit), in one
+    SET statement when ``init_command`` is a SET. Two round trips in all.
+
+    The runner calls it after each batch (docs/runners.md), so that nothing a
+    run set reaches another owner's claim or run.
+    """
+    raw._execute_command(COM_RESET_CONNECTION, b"")
+    raw._read_ok_packet()
+    setting = [f"NAMES {raw.charset}" + (f" COLLATE {raw.collation}" if raw.collation else "")]
+    if raw.sql_mode is not None:
+        setting.append(f"sql_mode = {raw.escape(raw.sql_mode)}")
+    init = raw.init_command
+    if init is not None and _SET_STATEMENT.match(init):
+        setting.append(_SET_STATEMENT.sub("", init, count=1))
+        init = None
+    if raw.autocommit_mode is not None:
+        setting.append(f"autocommit = {int(bool(raw.autocommit_mode))}")
+    cur = raw.cursor()
+    try:
+        cur.execute("SET " + ", ".join(setting))
+        if init is not None:
+            cur.execute(init)
+    finally:
+        cur.close()
+
+
+_SET_STATEMENT = re.compile(r"\s*SET\s+", re.IGNORECASE)
+
+
 def _mysql_engine(url: URL, *, pool_size: int) -> Engine:
     query = dict(url.query)
     option_file = query.get("read_default_file")

@@ -270,6 +270,7 @@ class Job:
     phase: str = "ENABLED"  # see jobtui.core.transitions
     running: bool = False
     anchor: datetime | None = None  # grid origin of an every-N schedule
+    remove_requested: bool = False  # removed while running: deleted when that run ends
 
     def to_dict(self) -> dict[str, Any]:
         """The stable ``--json`` shape (docs/cli.md documents every field)."""
@@ -301,6 +302,7 @@ class Job:
             "runner_connection_id": self.runner_connection_id,
             "run_now": self.run_now,
             "abort_requested": self.abort_requested,
+            "remove_requested": self.remove_requested,
             "schedule": self.schedule.to_dict(),
             "what": self.what.to_dict(),
         }

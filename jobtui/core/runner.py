@@ -21,7 +21,6 @@ import argparse
 import itertools
 import logging
 import os
-import queue
 import random
 import secrets
 import signal
@@ -29,6 +28,7 @@ import socket
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,7 +41,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from jobtui.core import batchsql, claims, executor, schema
-from jobtui.core.db import make_engine, mask_text
+from jobtui.core.db import make_engine, mask_text, reset_mysql_session
 from jobtui.core.errors import JobLocked, JobtuiError
 from jobtui.core.model import Job, Outcome, Schedule, Status
 from jobtui.core.schedules import check_tz, next_slot
@@ -53,6 +53,7 @@ log = logging.getLogger("jobtui.runner")
 
 DEFAULT_THREADS = 4
 DEFAULT_POLL = 1.0
+DEFAULT_OWNER_SHARE = 0.5  # of a pool's threads one owner's runs may hold at once (at least 1)
 DEFAULT_HEARTBEAT_TIMEOUT = 15.0
 ABORT_CHECK_INTERVAL = 0.3
 BACKLOG_PER_THREAD = 4
@@ -60,7 +61,8 @@ MAX_BATCH = 256  # short jobs claimed and recorded together when many are due
 BATCH_BUDGET = 0.25  # seconds: a batch's jobs run one after another; their last runs add up to this
 MIN_PASS = 0.02  # seconds between two scheduler passes a worker asked for
 DEFAULT_LEAD = 0.25  # seconds: a slot due this soon is claimed now and executed at its time
-RECHECK_COLUMNS = ("id", "intent", "broken", "abort_requested")  # a run claimed ahead, at its slot
+# What a run claimed ahead re-reads at its slot.
+RECHECK_COLUMNS = ("id", "intent", "broken", "abort_requested", "remove_requested")
 BURST_WAIT = 0.2  # seconds: the longest a batch's recording waits for a slot's other batches
 SHORT_RUN = 0.1  # seconds: a job whose last run took less may be batched
 MAX_ERROR_LENGTH = 8000
@@ -111,6 +113,7 @@ class _Session:
     mysql: bool
     conn: Connection | None = None
     cid: int | None = None
+    dirty: bool = False  # a run executed on it since it was connected or last reset
 
     def get(self) -> Connection:
         if self.conn is not None and (self.conn.closed or self.conn.invalidated):
@@ -127,8 +130,27 @@ class _Session:
             self.conn = conn
         return self.conn
 
+    def reset(self) -> None:
+        """MySQL/MariaDB: back to a new connection's session (``db.reset_mysql_session``),
+        so nothing a run set (time zone, sql_mode, user variables, named locks, ...)
+        reaches the next owner's claim or run. A connection that cannot be reset is
+        closed: the next one is new."""
+        conn = self.conn
+        if conn is None:
+            self.dirty = False
+            return
+        try:
+            if conn.in_transaction():
+                conn.rollback()
+            reset_mysql_session(executor.dbapi_connection(conn))
+            self.dirty = False
+        except Exception as exc:
+            log.warning("could not reset a runner session (reconnecting): %s", _describe(exc))
+            self.discard()
+
     def discard(self) -> None:
         conn, self.conn, self.cid = self.conn, None, None
+        self.dirty = False
         if conn is None:
             return
         try:
@@ -160,6 +182,67 @@ class _Run:
     ahead: bool = False  # claimed before its slot (lead): it waits for the slot
 
 
+_Item = tuple[str, list[int]] | None  # ("run" | "hold", job ids); None: a thread's stop
+
+
+class _OwnerQueue:
+    """The worker threads' queue: first in, first out, except that the items of an owner
+    whose runs already hold ``cap`` threads wait (without a thread) and the others pass.
+
+    Each "run" item is one owner's (batches never mix owners), so one owner's jobs never
+    execute on more than ``cap`` threads at once: a few endless jobs of one owner leave
+    the pool's other threads to the others (docs/runners.md, "Between owners").
+    """
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._items: deque[tuple[str | None, _Item]] = deque()
+        self._holding: dict[str, int] = {}  # owner -> items taken by threads, not yet done
+        self._cond = threading.Condition()
+
+    def put(self, item: _Item, owner: str | None = None) -> None:
+        with self._cond:
+            self._items.append((owner, item))
+            self._cond.notify()
+
+    def get(self) -> tuple[_Item, str | None]:
+        """The first item a thread may take now (blocking); ``done(owner)`` when finished."""
+        with self._cond:
+            while True:
+                for i, (owner, item) in enumerate(self._items):
+                    if owner is None or self._holding.get(owner, 0) < self.cap:
+                        del self._items[i]
+                        if owner is not None:
+                            self._holding[owner] = self._holding.get(owner, 0) + 1
+                        return item, owner
+                self._cond.wait()
+
+    def done(self, owner: str | None) -> None:
+        if owner is None:
+            return
+        with self._cond:
+            left = self._holding.get(owner, 0) - 1
+            if left > 0:
+                self._holding[owner] = left
+            else:
+                self._holding.pop(owner, None)
+            self._cond.notify_all()
+
+    def runnable(self) -> int:
+        """How many queued items a thread could take now."""
+        with self._cond:
+            return sum(
+                1
+                for owner, _ in self._items
+                if owner is None or self._holding.get(owner, 0) < self.cap
+            )
+
+
+def owner_cap(threads: int, share: float) -> int:
+    """How many of ``threads`` one owner's runs may hold: ``share`` of them, at least one."""
+    return max(1, int(threads * share + 1e-9))
+
+
 class RunnerPool:
     """N worker threads executing due jobs from one database (job queue processes)."""
 
@@ -177,9 +260,12 @@ class RunnerPool:
         hold: bool = False,
         retention: Retention | None = None,
         lead: float = DEFAULT_LEAD,
+        owner_share: float = DEFAULT_OWNER_SHARE,
     ) -> None:
         if threads < 1:
             raise ValueError("threads must be at least 1")
+        if not 0 < owner_share <= 1:
+            raise ValueError("owner_share must be a fraction above 0 and at most 1")
         if poll <= 0:
             raise ValueError("poll must be a positive number of seconds")
         if not 0 <= lead <= 5:
@@ -187,6 +273,9 @@ class RunnerPool:
         self.store = store
         self.threads = int(threads)
         self.poll = float(poll)
+        # One owner's runs hold at most this many threads at once (see _OwnerQueue).
+        self.owner_share = float(owner_share)
+        self.owner_cap = owner_cap(self.threads, self.owner_share)
         # Claiming takes round trips; done this much before a slot, only the execution
         # itself is left for the slot. Not in hold mode: run NAME claims at the slot.
         self._lead = timedelta(seconds=0.0 if hold else float(lead))
@@ -216,7 +305,8 @@ class RunnerPool:
         self._cooldown: dict[int, float] = {}
         self._stalled_seen: set[str] = set()  # SQLite: silent runners alive on this host
         self._long_taken: set[int] = set()  # taken jobs that are not batched (guarded by _lock)
-        self._queue: queue.Queue[tuple[str, list[int]] | None] = queue.Queue()
+        self._owner_of: dict[int, str] = {}  # taken job id -> its owner (guarded by _lock)
+        self._queue = _OwnerQueue(self.owner_cap)
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._stopped = threading.Event()
@@ -371,6 +461,7 @@ class RunnerPool:
         query = (
             select(
                 j.c.id,
+                j.c.owner,
                 j.c.next_run,
                 j.c.run_now,
                 j.c.locked_by,
@@ -399,8 +490,10 @@ class RunnerPool:
         earliest: datetime | None = first_later
         due: list[tuple[float, int]] = []
         short: dict[int, float] = {}  # job id -> its last run's duration
+        owners: dict[int, str] = {}
         for row in rows:
             jid = int(row.id)
+            owners[jid] = str(row.owner)
             if jid in busy or self._cooldown.get(jid, 0.0) > mono:
                 continue
             if (
@@ -425,20 +518,30 @@ class RunnerPool:
         taken: list[tuple[float, int]] = []
         with self._lock:
             n_long = len(self._long_taken)
+            owner_long: dict[str, int] = {}
+            for jid in self._long_taken:
+                owner = self._owner_of.get(jid, "")
+                owner_long[owner] = owner_long.get(owner, 0) + 1
+        # One owner's long jobs fill at most its share of the backlog: the others' jobs
+        # are still taken when one owner has many due (fairness; _OwnerQueue).
+        owner_long_cap = max(self.owner_cap, int(long_cap * self.owner_share))
         for item in due:
             if len(taken) >= capacity:
                 break
             if item[1] not in short:
-                if n_long >= long_cap:
+                owner = owners[item[1]]
+                if n_long >= long_cap or owner_long.get(owner, 0) >= owner_long_cap:
                     continue
                 n_long += 1
+                owner_long[owner] = owner_long.get(owner, 0) + 1
             taken.append(item)
         with self._lock:
             for _, jid in taken:
                 self._active[jid] = None
+                self._owner_of[jid] = owners[jid]
                 if jid not in short:
                     self._long_taken.add(jid)
-        self._dispatch([jid for _, jid in taken], short)
+        self._dispatch([jid for _, jid in taken], short, owners)
         if len(self._cooldown) > 1000:
             self._cooldown = {k: v for k, v in self._cooldown.items() if v > mono}
         if len(due) > len(taken) or len(rows) >= limit:
@@ -447,30 +550,34 @@ class RunnerPool:
             return self.poll
         return max(0.002, min(self.poll, (earliest - self._lead - self.now()).total_seconds()))
 
-    def _dispatch(self, jids: list[int], short: dict[int, float]) -> None:
+    def _dispatch(self, jids: list[int], short: dict[int, float], owners: dict[int, str]) -> None:
         """Queue the jobs: one by one, except short ones when there are many (batches).
 
-        Short jobs are spread over the threads (one batch each, so every due job is
-        claimed before its slot), unless a batch's last durations would add up to
-        more than BATCH_BUDGET: then more, smaller batches.
+        A batch holds one owner's jobs only: its runs share a connection, which is
+        reset after each batch (``_Session.reset``). An owner's short jobs are spread
+        over the threads (one batch each), unless a batch's last durations would add
+        up to more than BATCH_BUDGET: then more, smaller batches. (Not over the threads
+        the owner may hold at once: larger batches' claims lock by a table scan once
+        they name a large part of the table, and deadlocked in the benchmark.)
         """
-        quick = [jid for jid in jids if jid in short]
-        size = min(MAX_BATCH, max(1, -(-len(quick) // self.threads)))
-        if quick:
-            mean = sum(short[jid] for jid in quick) / len(quick)
-            size = max(1, min(size, int(BATCH_BUDGET / max(mean, 1e-4))))
+        quick: dict[str, list[int]] = {}
         for jid in jids:
-            if jid not in short or size == 1:
-                self._queue.put(("run", [jid]))
-        if size > 1:
-            for i in range(0, len(quick), size):
-                self._queue.put(("run", quick[i : i + size]))
+            if jid in short:
+                quick.setdefault(owners[jid], []).append(jid)
+            else:
+                self._queue.put(("run", [jid]), owners[jid])
+        for owner, ids in quick.items():
+            size = min(MAX_BATCH, max(1, -(-len(ids) // self.threads)))
+            mean = sum(short[jid] for jid in ids) / len(ids)
+            size = max(1, min(size, int(BATCH_BUDGET / max(mean, 1e-4))))
+            for i in range(0, len(ids), size):
+                self._queue.put(("run", ids[i : i + size]), owner)
 
     def _worker_loop(self) -> None:
         session = _Session(self.engine, self.mysql)
         try:
             while True:
-                item = self._queue.get()
+                item, owner = self._queue.get()
                 if item is None:
                     break
                 kind, jids = item
@@ -489,7 +596,9 @@ class RunnerPool:
                             for jid in jids:
                                 self._active.pop(jid, None)
                                 self._long_taken.discard(jid)
-                        if self._queue.qsize() < self.threads:
+                                self._owner_of.pop(jid, None)
+                        self._queue.done(owner)
+                        if self._queue.runnable() < self.threads:
                             self._wake.set()
         finally:
             session.discard()
@@ -635,6 +744,8 @@ class RunnerPool:
         return now + timedelta(seconds=self.heartbeat_timeout)
 
     def _process(self, session: _Session, job_ids: list[int]) -> None:
+        if session.dirty and not self.hold:
+            session.reset()  # not reset after its last batch (recording gave up): now
         try:
             runs = self._claim(session, job_ids)
         except Exception as exc:
@@ -717,7 +828,7 @@ class RunnerPool:
             return
         for run in runs:
             row = rows.get(run.job.id)
-            if row is None:
+            if row is None or row.remove_requested:
                 reason = "removed"
             elif row.abort_requested:
                 reason = "operator"
@@ -1045,6 +1156,7 @@ class RunnerPool:
                     raise executor.RunAborted("aborted before it started")
                 run.executing = True
             run.exec_start = self.now()
+            session.dirty = self.mysql
             try:
                 executor.execute(conn, run.job, run.abort_event, sql_owners=self.store.sql_owners)
             finally:
@@ -1107,7 +1219,9 @@ class RunnerPool:
             rows = {
                 int(r.id): r
                 for r in conn.execute(
-                    select(j.c.id, j.c.abort_requested, j.c.runner_id).where(j.c.id.in_(ids))
+                    select(j.c.id, j.c.abort_requested, j.c.remove_requested, j.c.runner_id).where(
+                        j.c.id.in_(ids)
+                    )
                 )
             }
             conn.rollback()
@@ -1115,7 +1229,7 @@ class RunnerPool:
             if run.abort_event.is_set():
                 continue
             row = rows.get(run.job.id)
-            if row is None:
+            if row is None or (row.remove_requested and row.runner_id == self.runner_id):
                 run.abort_reason = "removed"
             elif row.abort_requested and row.runner_id == self.runner_id:
                 run.abort_reason = "operator"
@@ -1156,6 +1270,10 @@ class RunnerPool:
                     return
                 time.sleep(delay)
                 delay = min(delay * 2, RECONNECT_CAP)
+        if session.dirty and not self.hold:
+            # Recorded, locks released: what the runs set in the session goes, before
+            # this connection claims another owner's jobs (or evaluates their expr).
+            session.reset()
         self.runs_done += len(items)
         if self.on_run is None:
             return
@@ -1227,13 +1345,17 @@ class RunnerPool:
                 )
             }
             updates: dict[int, dict[str, Any]] = {}
+            removed: list[int] = []
             for run, outcome, error, finished in items:
                 row, job = rows.get(run.job.id, (None, None))
                 new = self._finished_job(row, job, run, outcome, error, finished)
-                if new is not None:
+                if new is not None and row is not None and row.remove_requested:
+                    removed.append(run.job.id)  # removed while it ran: now its name is free
+                elif new is not None:
                     new.update(locked_by=None, locked_until=None)
                     updates[run.job.id] = new
             batchsql.update_jobs(cur, updates)
+            batchsql.delete_jobs(cur, removed)
             # Inside the transaction: the job rows stay locked until the commit, so a
             # runner that takes a named lock now still waits for the row.
             batchsql.release_locks(cur, release)
@@ -1264,6 +1386,9 @@ class RunnerPool:
         job = job_from_row(row) if row is not None else None
         values = self._finished_job(row, job, run, outcome, error, finished)
         if values is None:
+            return
+        if row.remove_requested:  # removed while it ran: now its name is free
+            c.execute(delete(schema.job).where(schema.job.c.id == run.job.id))
             return
         if not self.hold:
             values.update(locked_by=None, locked_until=None)
@@ -1506,6 +1631,10 @@ class RunnerPool:
                             if job_id in self._active:
                                 return True
                     j = schema.job
+                    if row.remove_requested:  # removed while it ran: its run has ended now
+                        c.execute(delete(j).where(j.c.id == job_id))
+                        log.warning("job %s removed: %s", row.name, msg)
+                        return True
                     lost_phase = (
                         "ERROR" if row.next_run is None and row.phase != "FINISHED" else row.phase
                     )
@@ -1815,6 +1944,7 @@ def worker_main(
     heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
     retention: Retention | None = None,
     lead: float = DEFAULT_LEAD,
+    owner_share: float = DEFAULT_OWNER_SHARE,
 ) -> int:
     """Run a pool headless until SIGTERM/SIGINT (``jobtui worker``); one log line per run."""
     stop = threading.Event()
@@ -1834,6 +1964,7 @@ def worker_main(
         on_run=on_run,
         retention=retention,
         lead=lead,
+        owner_share=owner_share,
     )
     previous = {}
     if threading.current_thread() is threading.main_thread():
@@ -1925,6 +2056,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--lead", type=float, default=DEFAULT_LEAD, help="seconds before a slot to claim it"
     )
+    parser.add_argument(
+        "--owner-share",
+        type=float,
+        default=DEFAULT_OWNER_SHARE,
+        help="largest share of the threads one owner's jobs hold (0 < F <= 1)",
+    )
     parser.add_argument("--run", metavar="JOB", default=None, help="run one job in the foreground")
     parser.add_argument("--keep-runs", type=int, default=None, help="runs kept per job")
     parser.add_argument("--keep-days", type=float, default=None, help="days ok runs are kept")
@@ -1963,6 +2100,7 @@ def main(argv: list[str] | None = None) -> int:
             heartbeat_timeout=args.heartbeat_timeout,
             retention=retention,
             lead=args.lead,
+            owner_share=args.owner_share,
         )
     except JobtuiError as exc:
         print(f"jobtui: {exc}", file=sys.stderr)

@@ -92,6 +92,9 @@ job = Table(
     Column("cycles", BigInteger, nullable=False, default=0),
     Column("run_now", Boolean, nullable=False, default=False),
     Column("abort_requested", Boolean, nullable=False, default=False),
+    # `remove` of a running job: the runner deletes the row when it records the run's end
+    # (the name stays taken until then, so no new job runs inside the old run).
+    Column("remove_requested", Boolean, nullable=False, default=False, server_default=text("0")),
     # DBMS_JOB's dates
     Column("last_run", Timestamp),  # LAST_DATE: start of the last successful run
     Column("this_run", Timestamp),  # THIS_DATE: start of the run in flight

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache, wraps
 from operator import itemgetter
@@ -696,6 +696,12 @@ class JobStore:
             with self.write() as conn:
                 conn.execute(insert(self.job_table).values(**values))
         except IntegrityError:
+            try:
+                existing = self.get(name)
+            except JobNotFound:
+                existing = None
+            if existing is not None and existing.remove_requested:
+                raise removal_pending(name) from None
             raise InvalidInput(
                 f"job {name!r} already exists for owner {self.owner!r}: use `jobtui change` "
                 "to alter it or choose another name"
@@ -749,6 +755,8 @@ class JobStore:
             self.check_expr_schedule(schedule, now)
         with self.write() as conn:
             row = self._lock(conn, current.id)
+            if row.remove_requested:
+                raise removal_pending(name)
             job = job_from_row(row)
             values: dict[str, Any] = {"updated": to_db(now)}
             if what is not None:
@@ -782,20 +790,60 @@ class JobStore:
 
     @_db_errors
     def remove(self, name: str, *, owner: str | None = None, wait: float = 10.0) -> Job:
-        """Remove a job (DBMS_JOB.REMOVE). A run in flight is aborted first; history stays."""
+        """Remove a job (DBMS_JOB.REMOVE); its run log stays.
+
+        A job whose run is in flight is not deleted under it: the run is aborted
+        and the row marked ``remove_requested``; the runner deletes the row when
+        it records that run's end, and only then is the name free (a submit of it
+        meanwhile is refused). Waits up to ``wait`` seconds for that; the Job
+        returned has ``remove_requested`` set when the removal is still pending.
+        """
         self._check_writable()
         job = self.get(name, owner=owner)
-        if job.running:
-            self.abort(name, owner=owner)
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline:
-                current = self.get_by_id(job.id)
-                if current is None or not current.running:
-                    break
-                time.sleep(0.1)
+        removed = replace(job, remove_requested=False)
+        deadline = time.monotonic() + wait
+        if self._remove_or_mark(job):
+            return removed
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            current = self.get_by_id(job.id)
+            if current is None:
+                return removed  # the runner deleted it when it recorded the run's end
+            if not current.running and self._remove_or_mark(current):
+                return removed  # ended without a runner to delete it (reaped, or an old runner)
+        return replace(self.get_by_id(job.id) or job, remove_requested=True)
+
+    def _remove_or_mark(self, job: Job) -> bool:
+        """Delete the job's row if no run is in flight (True); else abort the run and mark
+        the row ``remove_requested`` (False)."""
+        now = self.now()
         with self.write() as conn:
-            conn.execute(delete(self.job_table).where(self.job_table.c.id == job.id))
-        return job
+            try:
+                row = self._lock(conn, job.id)
+            except JobNotFound:
+                return True
+            if not row.running:
+                conn.execute(delete(self.job_table).where(self.job_table.c.id == job.id))
+                return True
+            if not row.remove_requested or not row.abort_requested:
+                conn.execute(
+                    update(self.job_table)
+                    .where(self.job_table.c.id == job.id)
+                    .values(
+                        remove_requested=True,
+                        abort_requested=True,
+                        run_now=False,
+                        phase="ABORTED",
+                        status=derive_status(
+                            intent=row.intent,
+                            broken=bool(row.broken),
+                            running=True,
+                            phase="ABORTED",
+                        ).value,
+                        updated=to_db(now),
+                    )
+                )
+        return False
 
     # ------------------------------------------------------------------ steering
 
@@ -810,6 +858,8 @@ class JobStore:
         now = self.now()
         with self.write() as conn:
             row = self._lock(conn, job.id)
+            if row.remove_requested:
+                raise removal_pending(name)
             current = job_from_row(row)
             values = fn(conn, row, current, now)
             intent = values.get("intent", row.intent)
@@ -1243,6 +1293,8 @@ class JobStore:
                 if name in existing:
                     job = existing[name]
                     row = self._lock(conn, job.id)
+                    if row.remove_requested:
+                        raise removal_pending(name)
                     values["status"] = derive_status(
                         intent=intent,
                         broken=bool(row.broken),
@@ -1513,6 +1565,7 @@ JOB_FIELDS = _JOB_FIELDS = (
     "updated",
     "phase",
     "running",
+    "remove_requested",
 )
 _STATUSES = {s.value: s for s in Status}
 _INTENTS = {i.value: i for i in Intent}
@@ -1645,6 +1698,7 @@ def _jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
         updated,
         phase,
         running,
+        remove_requested,
     ) in rows:
         # Frozen and equal for equal columns: rows with the same target or schedule share one.
         what_key = (what_kind, what_target, what_args)
@@ -1713,6 +1767,7 @@ def _jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
                 phase=phase,
                 running=bool(running),
                 anchor=utc(schedule_anchor),
+                remove_requested=bool(remove_requested),
             )
         )
     return jobs
@@ -1736,6 +1791,15 @@ def run_from_row(row: Any) -> Run:
 
 
 # ---------------------------------------------------------------------- validation helpers
+
+
+def removal_pending(name: str) -> InvalidInput:
+    """The refusal of anything but ``remove`` on a job whose removal waits for its run."""
+    return InvalidInput(
+        f"job {name!r} is being removed: its run in flight is being aborted, and the job is "
+        "deleted when that run has ended; its name is free only then (try again in a moment; "
+        "`jobtui show` shows remove_requested)"
+    )
 
 
 def check_description(description: str | None) -> str:
