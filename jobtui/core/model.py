@@ -270,6 +270,10 @@ class Job:
     phase: str = "ENABLED"  # see jobtui.core.transitions
     running: bool = False
     anchor: datetime | None = None  # grid origin of an every-N schedule
+    # The first thing wrong with the row as read (column, value, what is accepted), or
+    # None: such a job shows BROKEN with placeholders for what could not be read, and
+    # no runner claims it (jobtui.core.rows).
+    problem: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stable ``--json`` shape (docs/cli.md documents every field)."""
@@ -303,6 +307,7 @@ class Job:
             "abort_requested": self.abort_requested,
             "schedule": self.schedule.to_dict(),
             "what": self.what.to_dict(),
+            "problem": self.problem,
         }
 
 

@@ -43,11 +43,11 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from jobtui.core import batchsql, claims, executor, schema
 from jobtui.core.db import make_engine, mask_text
 from jobtui.core.errors import JobLocked, JobtuiError
-from jobtui.core.model import Job, Outcome, Schedule, Status
+from jobtui.core.model import Intent, Job, Outcome, Schedule, Status
 from jobtui.core.schedules import check_tz, next_slot
 from jobtui.core.store import JobStore, Retention, job_from_row, translate_db_error
 from jobtui.core.timeutil import Clock, aware, from_db, iso, to_db
-from jobtui.core.transitions import derive_status, is_due_for_schedule, retry_time
+from jobtui.core.transitions import PHASES, derive_status, is_due_for_schedule, retry_time
 
 log = logging.getLogger("jobtui.runner")
 
@@ -213,6 +213,7 @@ class RunnerPool:
         self._burst = threading.Condition()
         self._bursting = 0
         self._cooldown: dict[int, float] = {}
+        self._problems_told: dict[int, str] = {}  # job id -> the problem last logged for it
         self._stalled_seen: set[str] = set()  # SQLite: silent runners alive on this host
         self._long_taken: set[int] = set()  # taken jobs that are not batched (guarded by _lock)
         self._queue: queue.Queue[tuple[str, list[int]] | None] = queue.Queue()
@@ -403,12 +404,15 @@ class RunnerPool:
                 row.locked_by
                 and row.locked_by != self.runner_id
                 and row.locked_until is not None
-                and (from_db(row.locked_until) or now) > now
+                and (_row_time(row.locked_until) or now) > now
             ):
                 continue  # SQLite lease held by another runner
-            nxt = from_db(row.next_run)
-            if row.last_duration is not None and row.last_duration < SHORT_RUN:
-                short[jid] = float(row.last_duration)
+            # A next_run that is no date (a zero date written through the view) sorts
+            # first in SQL: due now, and the claim finds the row's problem.
+            nxt = _row_time(row.next_run, now)
+            duration = row.last_duration
+            if type(duration) is float and 0.0 <= duration < SHORT_RUN:
+                short[jid] = duration
             if row.run_now:
                 due.append((0.0, jid))
             elif nxt is not None and nxt <= soon:
@@ -726,8 +730,9 @@ class RunnerPool:
     def _claim(self, session: _Session, job_ids: list[int]) -> list[_Run]:
         conn = session.get()
         locked: list[str] = []
+        problems: dict[int, str] = {}
         try:
-            runs = self._claim_txn(session, conn, job_ids, locked)
+            runs = self._claim_txn(session, conn, job_ids, locked, problems)
         except Exception as exc:
             self._release_names(session, locked)
             if not claims.is_duplicate(exc):
@@ -740,7 +745,62 @@ class RunnerPool:
         for jid in job_ids:
             if jid not in claimed:
                 self._cooldown[jid] = time.monotonic() + min(self.poll, 0.5)
+        if problems:
+            self._mark_problems(problems)
         return runs
+
+    def _mark_problems(self, problems: dict[int, str]) -> None:
+        """Mark BROKEN, with the problem as the reason, the jobs whose rows the claim found
+        invalid (jobtui.core.rows): each in its own short transaction, after the claim's
+        (one that fails does not undo the others' claims), and only while the row still
+        has a problem. Logged once per job and problem, not at every pass."""
+        for jid in problems:
+            try:
+                marked = self._mark_problem(jid)
+            except Exception as exc:
+                log.warning("could not mark job %s broken: %s", jid, _describe(exc))
+                continue
+            if marked is not None and self._problems_told.get(jid) != marked[1]:
+                self._problems_told[jid] = marked[1]
+                log.warning(
+                    "job %s (id %s) is not run, marked BROKEN: %s", marked[0], jid, marked[1]
+                )
+        if len(self._problems_told) > 10_000:
+            self._problems_told.clear()
+
+    def _mark_problem(self, job_id: int) -> tuple[str, str] | None:
+        """One job's mark (see ``_mark_problems``): its name and problem, or None when it has
+        none now."""
+        now = self.now()
+        with self._write() as c:
+            row = self._lock_row(c, job_id)
+            if row is None:
+                return None
+            job = job_from_row(row)
+            if job.problem is None or bool(job.running):
+                return None
+            reason = job.problem[:MAX_ERROR_LENGTH]
+            if row.broken and row.broken_reason == reason and not row.run_now:
+                return job.name, reason  # marked before (a pool with a stale view of the row)
+            valid = row.intent in Intent.__members__ and row.phase in PHASES
+            status = (
+                derive_status(intent=row.intent, broken=True, running=False, phase=row.phase)
+                if valid
+                else Status.BROKEN
+            )
+            update_job(
+                c,
+                job_id,
+                {
+                    "broken": True,
+                    "broken_reason": reason,
+                    "run_now": False,  # run-now runs even a broken job: not this one
+                    "status": status.value,
+                    "updated": to_db(now),
+                },
+                only_idle=True,
+            )
+            return job.name, reason
 
     def _release_names(self, session: _Session, names: list[str]) -> None:
         conn = session.conn
@@ -761,10 +821,15 @@ class RunnerPool:
         conn: Connection,
         job_ids: list[int],
         locked: list[str],
+        problems: dict[int, str],
     ) -> list[_Run]:
-        """Claim the jobs that are still eligible, in one transaction."""
+        """Claim the jobs that are still eligible, in one transaction.
+
+        A row with a problem (jobtui.core.rows) is not claimed: it goes into
+        ``problems`` (job id -> problem), for ``_mark_problems``.
+        """
         if self.mysql and not self.hold:
-            return self._claim_batch(session, conn, job_ids, locked)
+            return self._claim_batch(session, conn, job_ids, locked, problems)
         now = self.now()
         j, r = schema.job, schema.run
         runs: list[_Run] = []
@@ -785,7 +850,12 @@ class RunnerPool:
             )
             run_rows: list[dict[str, Any]] = []
             for row in rows:
-                plan = self._claim_row(c, session, row, now)
+                job = job_from_row(row)
+                if job.problem is not None:
+                    if not job.running:
+                        problems[job.id] = job.problem
+                    continue
+                plan = self._claim_row(c, session, row, now, job)
                 if plan is None:
                     continue
                 claimed, values, rows_ = plan
@@ -828,6 +898,7 @@ class RunnerPool:
         conn: Connection,
         job_ids: list[int],
         locked: list[str],
+        problems: dict[int, str],
     ) -> list[_Run]:
         """MySQL/MariaDB: claim a batch in five statements (batchsql), in one transaction.
 
@@ -847,6 +918,10 @@ class RunnerPool:
             values: dict[int, dict[str, Any]] = {}
             run_rows: list[dict[str, Any]] = []
             for row, job in zip(rows, jobs, strict=True):
+                if job.problem is not None:  # never claimed: marked BROKEN after the claim
+                    if not job.running:
+                        problems[job.id] = job.problem
+                    continue
                 plan = self._claim_row(conn, session, row, now, job)
                 if plan is None:
                     continue
@@ -881,18 +956,21 @@ class RunnerPool:
         Returns the run, the job row's new values and its run-log rows, or None.
         A slot due within ``lead`` seconds is claimed as if it were due now
         (the run then waits for its slot before it executes). ``job``: the row
-        as a Job, when the caller built the batch's at once.
+        as a Job, when the caller built the batch's at once. Never a job whose row has
+        a problem (jobtui.core.rows): the callers mark those BROKEN instead.
         """
-        if row.running:
+        if job is None:
+            job = job_from_row(row)
+        if job.problem is not None or job.running:
             return None
         if (
             not self.mysql
             and row.locked_by
             and row.locked_by != self.runner_id
-            and (from_db(row.locked_until) or now) > now
+            and (_row_time(row.locked_until) or now) > now
         ):
             return None
-        next_run = from_db(row.next_run)
+        next_run = job.next_run
         at = now
         if next_run is not None and now < next_run <= now + self._lead:
             at = next_run
@@ -906,8 +984,6 @@ class RunnerPool:
         )
         if not due and not row.run_now:
             return None
-        if job is None:
-            job = job_from_row(row)
         sched = job.schedule
         anchor = _anchor(job)
         skipped = 0
@@ -1009,6 +1085,8 @@ class RunnerPool:
             if row is None or row.running:
                 return
             job = job_from_row(row)
+            if job.problem is not None:
+                return  # the next claim marks it BROKEN
             if job.schedule.kind in ("every", "cron") and job.next_run is not None:
                 nxt = next_slot(job.schedule, max(now, job.next_run), _anchor(job))
                 phase = row.phase if nxt is not None else "FINISHED"
@@ -1631,6 +1709,15 @@ def _run_update_stmt() -> Any:
 
 def _anchor(job: Job) -> datetime:
     return job.anchor or job.schedule.start or job.created
+
+
+def _row_time(value: Any, unreadable: datetime | None = None) -> datetime | None:
+    """A time column read without the Job (the scheduler's query): ``from_db``, but a
+    value that is no date (a zero date, text) gives ``unreadable`` instead of raising."""
+    try:
+        return from_db(value)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return unreadable
 
 
 def coalesce(
