@@ -44,7 +44,7 @@ from jobtui.core import batchsql, claims, executor, schema
 from jobtui.core.db import make_engine, mask_text
 from jobtui.core.errors import JobLocked, JobtuiError
 from jobtui.core.model import Intent, Job, Outcome, Schedule, Status
-from jobtui.core.schedules import check_tz, next_slot
+from jobtui.core.schedules import check_tz, checked_interval, next_slot
 from jobtui.core.store import JobStore, Retention, job_from_row, translate_db_error
 from jobtui.core.timeutil import Clock, aware, from_db, iso, to_db
 from jobtui.core.transitions import PHASES, derive_status, is_due_for_schedule, retry_time
@@ -1732,16 +1732,15 @@ def coalesce(
     if schedule.kind not in ("every", "cron"):
         return first, 0
     latest, skipped = first, 0
-    if schedule.kind == "every" and schedule.every:
+    if schedule.kind == "every":
+        every = checked_interval(schedule.every)  # never a spin on a hand-written interval
         # jump straight to the last grid slot at or before now
         grid = aware(schedule.start or anchor)
         if now >= grid and latest >= grid:
-            k_now = int((now - grid).total_seconds() // schedule.every)
-            k_first = int((latest - grid).total_seconds() // schedule.every)
+            k_now = int((now - grid).total_seconds() // every)
+            k_first = int((latest - grid).total_seconds() // every)
             if k_now - k_first > 2:
-                cand = next_slot(
-                    schedule, grid + timedelta(seconds=(k_now - 1) * schedule.every), anchor
-                )
+                cand = next_slot(schedule, grid + timedelta(seconds=(k_now - 1) * every), anchor)
                 if cand is not None and latest < cand <= now:
                     skipped = k_now - k_first
                     latest = cand

@@ -217,6 +217,22 @@ def next_slot(schedule: Schedule, after: datetime, anchor: datetime) -> datetime
         return None  # past the last date Python can hold (year 9999): no more slots
 
 
+def checked_interval(step: object) -> float:
+    """An every-N schedule's interval, refused unless in the range ``--every`` accepts.
+
+    Never trust it in slot arithmetic: a zero, negative or NaN interval (a row
+    written by hand) made ``next_slot`` walk backwards for ever, one runner
+    thread at 100 % CPU (issue #11, reproduction 5). Rows are checked when read
+    (jobtui.core.rows); this is the second guard.
+    """
+    if type(step) not in (float, int) or not MIN_EVERY <= step <= MAX_EVERY:  # type: ignore[operator]
+        raise InvalidInput(
+            f"invalid schedule interval {step!r}: expected a number of seconds from "
+            f"{MIN_EVERY} to {MAX_EVERY:.0f}"
+        )
+    return float(step)  # type: ignore[arg-type]
+
+
 def _next_slot(schedule: Schedule, after: datetime, anchor: datetime) -> datetime | None:
     after = aware(after)
     if schedule.kind == "every":
@@ -224,15 +240,7 @@ def _next_slot(schedule: Schedule, after: datetime, anchor: datetime) -> datetim
         grid_start = aware(schedule.start or anchor)
         if after < grid_start:
             return _in_window(schedule, grid_start)
-        step = schedule.every
-        # Never trust the step: a zero, negative or NaN interval (a row written by hand)
-        # made the loop below walk backwards for ever, one runner thread at 100 % CPU.
-        # Rows are checked when read (jobtui.core.rows); this is the second guard.
-        if type(step) not in (float, int) or not MIN_EVERY <= step <= MAX_EVERY:
-            raise InvalidInput(
-                f"invalid schedule interval {step!r}: expected a number of seconds from "
-                f"{MIN_EVERY} to {MAX_EVERY:.0f}"
-            )
+        step = checked_interval(schedule.every)
         k = math.floor((after - grid_start).total_seconds() / step) + 1
         slot = grid_start + timedelta(seconds=k * step)
         for _ in range(_MAX_ROUNDING_STEPS):
