@@ -285,6 +285,33 @@ def test_next_slot_never_spins_on_an_interval_out_of_range() -> None:
     assert next_slot(ok, T0, T0) == T0 + timedelta(seconds=0.1)
 
 
+async def test_console_shows_the_problem(sqlite_url: str) -> None:
+    """The console's row says BROKEN; its details say what is wrong, and no next runs."""
+    from test_console import console, row_texts, select_row, settle, wait_for
+
+    from jobtui.console.screens.details import DetailsScreen
+
+    seeded = open_store(sqlite_url)
+    bad = seeded.submit("bad", What("sql", "SELECT 1"), make_schedule("every", every=5))
+    seeded.submit("fine", What("sql", "SELECT 1"), make_schedule("every", every=5))
+    write_row(sqlite_url, bad.id, {"schedule_interval": -1.0, "status": "BOGUS"})
+    seeded.close()
+    async with console(sqlite_url) as (app, pilot, _store):
+        rows = row_texts(app)
+        assert rows["bad"]["status"] == "BROKEN"
+        assert rows["fine"]["status"] == "ENABLED"
+        await select_row(app, pilot, "bad")
+        await pilot.press("enter")
+        await settle(app, pilot)
+        details = app.screen
+        assert isinstance(details, DetailsScreen)
+        fields = str(details.query_one("#fields").render())
+        assert "Problem" in fields and "schedule_interval = -1.0" in fields, fields
+        await wait_for(
+            pilot, lambda: "row has a problem" in str(details.query_one("#upcoming").render())
+        )
+
+
 # ---------------------------------------------------------------------- worker processes
 
 
