@@ -257,6 +257,13 @@ def test_export_with_a_problem_is_not_imported(store: JobStore) -> None:
     assert store.list_jobs() == []
 
 
+def test_run_in_the_foreground_refuses_a_job_with_a_problem(store: JobStore) -> None:
+    job = store.submit("j", What("sql", "SELECT 1"), make_schedule("every", every=5))
+    write_row(store, job.id, {"schedule_interval": -1.0})
+    code, out, err = cli(store.url, "run", "j")
+    assert code == 2 and "schedule_interval = -1.0" in err and out == "", (code, out, err)
+
+
 def test_change_of_a_job_with_a_problem(store: JobStore) -> None:
     """A window alone is not merged into an unreadable schedule; a whole schedule fixes it."""
     job = store.submit("j", What("sql", "SELECT 1"), make_schedule("every", every=5))

@@ -42,7 +42,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from jobtui.core import batchsql, claims, executor, schema
 from jobtui.core.db import make_engine, mask_text
-from jobtui.core.errors import JobLocked, JobtuiError
+from jobtui.core.errors import InvalidInput, JobLocked, JobtuiError
 from jobtui.core.model import Intent, Job, Outcome, Schedule, Status
 from jobtui.core.schedules import check_tz, checked_interval, next_slot
 from jobtui.core.store import JobStore, Retention, job_from_row, translate_db_error
@@ -411,8 +411,8 @@ class RunnerPool:
             # first in SQL: due now, and the claim finds the row's problem.
             nxt = _row_time(row.next_run, now)
             duration = row.last_duration
-            if type(duration) is float and 0.0 <= duration < SHORT_RUN:
-                short[jid] = duration
+            if type(duration) in (float, int) and 0.0 <= duration < SHORT_RUN:
+                short[jid] = float(duration)
             if row.run_now:
                 due.append((0.0, jid))
             elif nxt is not None and nxt <= soon:
@@ -1959,6 +1959,8 @@ def run_foreground(store: JobStore, name: str, *, poll: float = DEFAULT_POLL) ->
     aborted). Raises JobLocked when another runner holds the job.
     """
     job = store.get(name)
+    if job.problem is not None:  # never run: no session would ever end
+        raise InvalidInput(f"job {name!r} is not run until its row is fixed: {job.problem}")
 
     def on_run(result: RunResult) -> None:
         print(result.line(), file=sys.stderr, flush=True)
