@@ -244,6 +244,32 @@ def test_hostile_row_reads_with_its_problem_and_is_never_claimed(
         assert after.problem == job.problem
 
 
+def test_a_batch_of_many_problems_claims_the_others(store: JobStore, pool: RunnerPool) -> None:
+    """Every hostile value of HOSTILE at once in one batch, with good jobs between them:
+    the good ones are claimed, every hostile one marked BROKEN in one transaction."""
+    ids: dict[int, str] = {}
+    good: list[int] = []
+    for n, (_label, _values, column) in enumerate(HOSTILE):
+        job = store.submit(f"h{n}", What("sql", "SELECT 1"), make_schedule("every", every=5))
+        ids[job.id] = column
+        good.append(
+            store.submit(f"g{n}", What("sql", "SELECT 1"), make_schedule("every", every=5)).id
+        )
+    due_now(store, [*ids, *good])
+    for (jid, _column), (_label, values, _col) in zip(ids.items(), HOSTILE, strict=True):
+        if "name" in values:
+            values = {"name": values["name"] + str(jid)}
+        write_row(store, jid, values)
+    began = time.monotonic()
+    claimed = claim_and_close(pool, sorted([*ids, *good]))
+    assert sorted(claimed) == sorted(good)
+    assert time.monotonic() - began < 15
+    for jid in ids:
+        row = job_row(store, jid)
+        assert row.broken and not row.running and row.broken_reason, (jid, ids[jid])
+        assert runs_of(store, jid) == []
+
+
 def test_export_with_a_problem_is_not_imported(store: JobStore) -> None:
     job = store.submit("j", What("sql", "SELECT 1"), make_schedule("every", every=5))
     write_row(store, job.id, {"schedule_interval": -1.0})

@@ -751,56 +751,52 @@ class RunnerPool:
 
     def _mark_problems(self, problems: dict[int, str]) -> None:
         """Mark BROKEN, with the problem as the reason, the jobs whose rows the claim found
-        invalid (jobtui.core.rows): each in its own short transaction, after the claim's
-        (one that fails does not undo the others' claims), and only while the row still
-        has a problem. Logged once per job and problem, not at every pass."""
-        for jid in problems:
-            try:
-                marked = self._mark_problem(jid)
-            except Exception as exc:
-                log.warning("could not mark job %s broken: %s", jid, _describe(exc))
-                continue
-            if marked is not None and self._problems_told.get(jid) != marked[1]:
-                self._problems_told[jid] = marked[1]
-                log.warning(
-                    "job %s (id %s) is not run, marked BROKEN: %s", marked[0], jid, marked[1]
-                )
+        invalid (jobtui.core.rows): in one short transaction of their own after the
+        claim's (the batch's claims stand whatever happens here), each row re-read under
+        its lock and marked only while it still has a problem. Logged once per job and
+        problem, not at every pass."""
+        now = self.now()
+        j = schema.job
+        marked: list[tuple[int, str, str]] = []
+        try:
+            with self._write() as c:
+                query = select(j).where(j.c.id.in_(sorted(problems))).order_by(j.c.id)
+                for row in c.execute(query.with_for_update()).all():
+                    job = job_from_row(row)
+                    if job.problem is None or job.running:
+                        continue  # fixed meanwhile, or claimed by another pool since
+                    reason = job.problem[:MAX_ERROR_LENGTH]
+                    marked.append((job.id, job.name, reason))
+                    if row.broken and row.broken_reason == reason and not row.run_now:
+                        continue  # marked before (a pool with a stale view of the row)
+                    valid = row.intent in Intent.__members__ and row.phase in PHASES
+                    status = (
+                        derive_status(
+                            intent=row.intent, broken=True, running=False, phase=row.phase
+                        )
+                        if valid
+                        else Status.BROKEN
+                    )
+                    values = {
+                        "broken": True,
+                        "broken_reason": reason,
+                        "run_now": False,  # run-now runs even a broken job: not this one
+                        "status": status.value,
+                        "updated": to_db(now),
+                    }
+                    update_job(c, job.id, values, only_idle=True)
+        except Exception as exc:
+            text_ = _describe(exc)
+            if self._problems_told.get(0) != text_:  # ids start at 1: 0 is this warning
+                self._problems_told[0] = text_
+                log.warning("could not mark jobs %s broken: %s", sorted(problems), text_)
+            return
         if len(self._problems_told) > 10_000:
             self._problems_told.clear()
-
-    def _mark_problem(self, job_id: int) -> tuple[str, str] | None:
-        """One job's mark (see ``_mark_problems``): its name and problem, or None when it has
-        none now."""
-        now = self.now()
-        with self._write() as c:
-            row = self._lock_row(c, job_id)
-            if row is None:
-                return None
-            job = job_from_row(row)
-            if job.problem is None or bool(job.running):
-                return None
-            reason = job.problem[:MAX_ERROR_LENGTH]
-            if row.broken and row.broken_reason == reason and not row.run_now:
-                return job.name, reason  # marked before (a pool with a stale view of the row)
-            valid = row.intent in Intent.__members__ and row.phase in PHASES
-            status = (
-                derive_status(intent=row.intent, broken=True, running=False, phase=row.phase)
-                if valid
-                else Status.BROKEN
-            )
-            update_job(
-                c,
-                job_id,
-                {
-                    "broken": True,
-                    "broken_reason": reason,
-                    "run_now": False,  # run-now runs even a broken job: not this one
-                    "status": status.value,
-                    "updated": to_db(now),
-                },
-                only_idle=True,
-            )
-            return job.name, reason
+        for jid, name, reason in marked:
+            if self._problems_told.get(jid) != reason:
+                self._problems_told[jid] = reason
+                log.warning("job %s (id %s) is not run, marked BROKEN: %s", name, jid, reason)
 
     def _release_names(self, session: _Session, names: list[str]) -> None:
         conn = session.conn
