@@ -133,7 +133,7 @@ def window_time(column: str, value: Any) -> datetime | str | None:
         return None
     try:
         return from_db(value)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, AttributeError):
         return bad(column, value, "expected a date-time or NULL")
 
 
