@@ -905,6 +905,14 @@ def cmd_list(args: argparse.Namespace) -> int:
             row.insert(0, j.owner)
         rows.append(row)
     _print(table(headers, rows))
+    troubled = [j for j in jobs if j.problem]
+    if troubled:
+        # after the table: the documented columns stay as they are
+        _print()
+        _print(f"{len(troubled)} job(s) with a problem, shown BROKEN and never run until fixed:")
+        for j in troubled:
+            who = f"{j.owner} " if args.all else ""
+            _print(f"  {who}{j.name}: {j.problem}")
     return EXIT_OK
 
 
@@ -935,7 +943,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     width = max(len(k) for k, _ in fields)
     for key, value in fields:
         _print(f"{key.ljust(width)}  {_plain(value)}")
-    halted = halted_reason(intent=job.intent, broken=job.broken, phase=job.phase)
+    halted = (job.problem and "the job's row has a problem, see above") or halted_reason(
+        intent=job.intent, broken=job.broken, phase=job.phase
+    )
     _print(
         "upcoming (UTC):"
         if upcoming

@@ -271,6 +271,10 @@ class Job:
     running: bool = False
     anchor: datetime | None = None  # grid origin of an every-N schedule
     remove_requested: bool = False  # removed while running: deleted when that run ends
+    # The first thing wrong with the row as read (column, value, what is accepted), or
+    # None: such a job shows BROKEN with placeholders for what could not be read, and
+    # no runner claims it (jobtui.core.rows).
+    problem: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stable ``--json`` shape (docs/cli.md documents every field)."""
@@ -305,6 +309,7 @@ class Job:
             "remove_requested": self.remove_requested,
             "schedule": self.schedule.to_dict(),
             "what": self.what.to_dict(),
+            "problem": self.problem,
         }
 
 

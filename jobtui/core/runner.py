@@ -42,12 +42,12 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from jobtui.core import batchsql, claims, executor, schema
 from jobtui.core.db import make_engine, mask_text, reset_mysql_session
-from jobtui.core.errors import JobLocked, JobtuiError
-from jobtui.core.model import Job, Outcome, Schedule, Status
-from jobtui.core.schedules import check_tz, next_slot
+from jobtui.core.errors import InvalidInput, JobLocked, JobtuiError
+from jobtui.core.model import Intent, Job, Outcome, Schedule, Status
+from jobtui.core.schedules import check_tz, checked_interval, next_slot
 from jobtui.core.store import JobStore, Retention, job_from_row, translate_db_error
 from jobtui.core.timeutil import Clock, aware, from_db, iso, to_db
-from jobtui.core.transitions import derive_status, is_due_for_schedule, retry_time
+from jobtui.core.transitions import PHASES, derive_status, is_due_for_schedule, retry_time
 
 log = logging.getLogger("jobtui.runner")
 
@@ -303,6 +303,7 @@ class RunnerPool:
         self._burst = threading.Condition()
         self._bursting = 0
         self._cooldown: dict[int, float] = {}
+        self._problems_told: dict[int, str] = {}  # job id -> the problem last logged for it
         self._stalled_seen: set[str] = set()  # SQLite: silent runners alive on this host
         self._long_taken: set[int] = set()  # taken jobs that are not batched (guarded by _lock)
         self._owner_of: dict[int, str] = {}  # taken job id -> its owner (guarded by _lock)
@@ -500,12 +501,15 @@ class RunnerPool:
                 row.locked_by
                 and row.locked_by != self.runner_id
                 and row.locked_until is not None
-                and (from_db(row.locked_until) or now) > now
+                and (_row_time(row.locked_until) or now) > now
             ):
                 continue  # SQLite lease held by another runner
-            nxt = from_db(row.next_run)
-            if row.last_duration is not None and row.last_duration < SHORT_RUN:
-                short[jid] = float(row.last_duration)
+            # A next_run that is no date (a zero date written through the view) sorts
+            # first in SQL: due now, and the claim finds the row's problem.
+            nxt = _row_time(row.next_run, now)
+            duration = row.last_duration
+            if type(duration) in (float, int) and 0.0 <= duration < SHORT_RUN:
+                short[jid] = float(duration)
             if row.run_now:
                 due.append((0.0, jid))
             elif nxt is not None and nxt <= soon:
@@ -842,8 +846,9 @@ class RunnerPool:
     def _claim(self, session: _Session, job_ids: list[int]) -> list[_Run]:
         conn = session.get()
         locked: list[str] = []
+        problems: dict[int, str] = {}
         try:
-            runs = self._claim_txn(session, conn, job_ids, locked)
+            runs = self._claim_txn(session, conn, job_ids, locked, problems)
         except Exception as exc:
             self._release_names(session, locked)
             if not claims.is_duplicate(exc):
@@ -856,7 +861,58 @@ class RunnerPool:
         for jid in job_ids:
             if jid not in claimed:
                 self._cooldown[jid] = time.monotonic() + min(self.poll, 0.5)
+        if problems:
+            self._mark_problems(problems)
         return runs
+
+    def _mark_problems(self, problems: dict[int, str]) -> None:
+        """Mark BROKEN, with the problem as the reason, the jobs whose rows the claim found
+        invalid (jobtui.core.rows): in one short transaction of their own after the
+        claim's (the batch's claims stand whatever happens here), each row re-read under
+        its lock and marked only while it still has a problem. Logged once per job and
+        problem, not at every pass."""
+        now = self.now()
+        j = schema.job
+        marked: list[tuple[int, str, str]] = []
+        try:
+            with self._write() as c:
+                query = select(j).where(j.c.id.in_(sorted(problems))).order_by(j.c.id)
+                for row in c.execute(query.with_for_update()).all():
+                    job = job_from_row(row)
+                    if job.problem is None or job.running:
+                        continue  # fixed meanwhile, or claimed by another pool since
+                    reason = job.problem[:MAX_ERROR_LENGTH]
+                    marked.append((job.id, job.name, reason))
+                    if row.broken and row.broken_reason == reason and not row.run_now:
+                        continue  # marked before (a pool with a stale view of the row)
+                    valid = row.intent in Intent.__members__ and row.phase in PHASES
+                    status = (
+                        derive_status(
+                            intent=row.intent, broken=True, running=False, phase=row.phase
+                        )
+                        if valid
+                        else Status.BROKEN
+                    )
+                    values = {
+                        "broken": True,
+                        "broken_reason": reason,
+                        "run_now": False,  # run-now runs even a broken job: not this one
+                        "status": status.value,
+                        "updated": to_db(now),
+                    }
+                    update_job(c, job.id, values, only_idle=True)
+        except Exception as exc:
+            text_ = _describe(exc)
+            if self._problems_told.get(0) != text_:  # ids start at 1: 0 is this warning
+                self._problems_told[0] = text_
+                log.warning("could not mark jobs %s broken: %s", sorted(problems), text_)
+            return
+        if len(self._problems_told) > 10_000:
+            self._problems_told.clear()
+        for jid, name, reason in marked:
+            if self._problems_told.get(jid) != reason:
+                self._problems_told[jid] = reason
+                log.warning("job %s (id %s) is not run, marked BROKEN: %s", name, jid, reason)
 
     def _release_names(self, session: _Session, names: list[str]) -> None:
         conn = session.conn
@@ -877,10 +933,15 @@ class RunnerPool:
         conn: Connection,
         job_ids: list[int],
         locked: list[str],
+        problems: dict[int, str],
     ) -> list[_Run]:
-        """Claim the jobs that are still eligible, in one transaction."""
+        """Claim the jobs that are still eligible, in one transaction.
+
+        A row with a problem (jobtui.core.rows) is not claimed: it goes into
+        ``problems`` (job id -> problem), for ``_mark_problems``.
+        """
         if self.mysql and not self.hold:
-            return self._claim_batch(session, conn, job_ids, locked)
+            return self._claim_batch(session, conn, job_ids, locked, problems)
         now = self.now()
         j, r = schema.job, schema.run
         runs: list[_Run] = []
@@ -901,7 +962,12 @@ class RunnerPool:
             )
             run_rows: list[dict[str, Any]] = []
             for row in rows:
-                plan = self._claim_row(c, session, row, now)
+                job = job_from_row(row)
+                if job.problem is not None:
+                    if not job.running:
+                        problems[job.id] = job.problem
+                    continue
+                plan = self._claim_row(c, session, row, now, job)
                 if plan is None:
                     continue
                 claimed, values, rows_ = plan
@@ -944,6 +1010,7 @@ class RunnerPool:
         conn: Connection,
         job_ids: list[int],
         locked: list[str],
+        problems: dict[int, str],
     ) -> list[_Run]:
         """MySQL/MariaDB: claim a batch in five statements (batchsql), in one transaction.
 
@@ -963,6 +1030,10 @@ class RunnerPool:
             values: dict[int, dict[str, Any]] = {}
             run_rows: list[dict[str, Any]] = []
             for row, job in zip(rows, jobs, strict=True):
+                if job.problem is not None:  # never claimed: marked BROKEN after the claim
+                    if not job.running:
+                        problems[job.id] = job.problem
+                    continue
                 plan = self._claim_row(conn, session, row, now, job)
                 if plan is None:
                     continue
@@ -997,18 +1068,21 @@ class RunnerPool:
         Returns the run, the job row's new values and its run-log rows, or None.
         A slot due within ``lead`` seconds is claimed as if it were due now
         (the run then waits for its slot before it executes). ``job``: the row
-        as a Job, when the caller built the batch's at once.
+        as a Job, when the caller built the batch's at once. Never a job whose row has
+        a problem (jobtui.core.rows): the callers mark those BROKEN instead.
         """
-        if row.running:
+        if job is None:
+            job = job_from_row(row)
+        if job.problem is not None or job.running:
             return None
         if (
             not self.mysql
             and row.locked_by
             and row.locked_by != self.runner_id
-            and (from_db(row.locked_until) or now) > now
+            and (_row_time(row.locked_until) or now) > now
         ):
             return None
-        next_run = from_db(row.next_run)
+        next_run = job.next_run
         at = now
         if next_run is not None and now < next_run <= now + self._lead:
             at = next_run
@@ -1022,8 +1096,6 @@ class RunnerPool:
         )
         if not due and not row.run_now:
             return None
-        if job is None:
-            job = job_from_row(row)
         sched = job.schedule
         anchor = _anchor(job)
         skipped = 0
@@ -1125,6 +1197,8 @@ class RunnerPool:
             if row is None or row.running:
                 return
             job = job_from_row(row)
+            if job.problem is not None:
+                return  # the next claim marks it BROKEN
             if job.schedule.kind in ("every", "cron") and job.next_run is not None:
                 nxt = next_slot(job.schedule, max(now, job.next_run), _anchor(job))
                 phase = row.phase if nxt is not None else "FINISHED"
@@ -1767,6 +1841,15 @@ def _anchor(job: Job) -> datetime:
     return job.anchor or job.schedule.start or job.created
 
 
+def _row_time(value: Any, unreadable: datetime | None = None) -> datetime | None:
+    """A time column read without the Job (the scheduler's query): ``from_db``, but a
+    value that is no date (a zero date, text) gives ``unreadable`` instead of raising."""
+    try:
+        return from_db(value)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return unreadable
+
+
 def coalesce(
     schedule: Schedule, first: datetime, now: datetime, anchor: datetime
 ) -> tuple[datetime, int]:
@@ -1779,16 +1862,15 @@ def coalesce(
     if schedule.kind not in ("every", "cron"):
         return first, 0
     latest, skipped = first, 0
-    if schedule.kind == "every" and schedule.every:
+    if schedule.kind == "every":
+        every = checked_interval(schedule.every)  # never a spin on a hand-written interval
         # jump straight to the last grid slot at or before now
         grid = aware(schedule.start or anchor)
         if now >= grid and latest >= grid:
-            k_now = int((now - grid).total_seconds() // schedule.every)
-            k_first = int((latest - grid).total_seconds() // schedule.every)
+            k_now = int((now - grid).total_seconds() // every)
+            k_first = int((latest - grid).total_seconds() // every)
             if k_now - k_first > 2:
-                cand = next_slot(
-                    schedule, grid + timedelta(seconds=(k_now - 1) * schedule.every), anchor
-                )
+                cand = next_slot(schedule, grid + timedelta(seconds=(k_now - 1) * every), anchor)
                 if cand is not None and latest < cand <= now:
                     skipped = k_now - k_first
                     latest = cand
@@ -2009,6 +2091,8 @@ def run_foreground(store: JobStore, name: str, *, poll: float = DEFAULT_POLL) ->
     aborted). Raises JobLocked when another runner holds the job.
     """
     job = store.get(name)
+    if job.problem is not None:  # never run: no session would ever end
+        raise InvalidInput(f"job {name!r} is not run until its row is fixed: {job.problem}")
 
     def on_run(result: RunResult) -> None:
         print(result.line(), file=sys.stderr, flush=True)

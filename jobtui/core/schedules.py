@@ -21,6 +21,7 @@ from jobtui.core.timeutil import aware, parse_when
 MIN_EVERY = 0.1
 MAX_EVERY = 366 * 24 * 3600.0 * 100  # a century: anything longer is a typo
 MAX_EXPR_LENGTH = 1_000
+_MAX_ROUNDING_STEPS = 64  # next_slot's steps past a float-rounded slot (one or two at most)
 _FORBIDDEN_EXPR = re.compile(
     r";|--|#|/\*|\*/|:=|\b(select|insert|update|delete|replace|into|outfile|dumpfile|call|"
     r"create|drop|alter|grant|revoke|set|load_file|sleep|benchmark|handler|lock|unlock|"
@@ -216,6 +217,22 @@ def next_slot(schedule: Schedule, after: datetime, anchor: datetime) -> datetime
         return None  # past the last date Python can hold (year 9999): no more slots
 
 
+def checked_interval(step: object) -> float:
+    """An every-N schedule's interval, refused unless in the range ``--every`` accepts.
+
+    Never trust it in slot arithmetic: a zero, negative or NaN interval (a row
+    written by hand) made ``next_slot`` walk backwards for ever, one runner
+    thread at 100 % CPU (issue #11, reproduction 5). Rows are checked when read
+    (jobtui.core.rows); this is the second guard.
+    """
+    if type(step) not in (float, int) or not MIN_EVERY <= step <= MAX_EVERY:  # type: ignore[operator]
+        raise InvalidInput(
+            f"invalid schedule interval {step!r}: expected a number of seconds from "
+            f"{MIN_EVERY} to {MAX_EVERY:.0f}"
+        )
+    return float(step)  # type: ignore[arg-type]
+
+
 def _next_slot(schedule: Schedule, after: datetime, anchor: datetime) -> datetime | None:
     after = aware(after)
     if schedule.kind == "every":
@@ -223,13 +240,15 @@ def _next_slot(schedule: Schedule, after: datetime, anchor: datetime) -> datetim
         grid_start = aware(schedule.start or anchor)
         if after < grid_start:
             return _in_window(schedule, grid_start)
-        step = schedule.every
+        step = checked_interval(schedule.every)
         k = math.floor((after - grid_start).total_seconds() / step) + 1
         slot = grid_start + timedelta(seconds=k * step)
-        while slot <= after:  # float rounding at microsecond precision
-            k += 1
+        for _ in range(_MAX_ROUNDING_STEPS):
+            if slot > after:
+                return _in_window(schedule, slot)
+            k += 1  # float rounding at microsecond precision
             slot = grid_start + timedelta(seconds=k * step)
-        return _in_window(schedule, slot)
+        raise InvalidInput(f"no slot of every {step!r} s found after {after.isoformat()}")
     if schedule.kind == "cron":
         assert schedule.cron is not None
         zone = check_tz(schedule.tz)
@@ -266,8 +285,15 @@ def _in_window(schedule: Schedule, when: datetime) -> datetime | None:
     return when
 
 
+# The schedule of a job whose schedule columns could not be read (jobtui.core.rows):
+# no slot ever (a "once" without window, and no runner claims such a job).
+UNREADABLE = Schedule("once")
+
+
 def describe(schedule: Schedule) -> str:
     """The schedule in words: "every 5 s", "cron */5 * * * * UTC", "expr NOW() + ..."."""
+    if schedule is UNREADABLE:
+        return "invalid (see the job's problem)"
     if schedule.kind == "every":
         assert schedule.every is not None
         text = f"every {format_seconds(schedule.every)}"

@@ -33,15 +33,39 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.dialects import mysql
+from sqlalchemy.dialects import mysql, sqlite
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateColumn
 
 SCHEMA_VERSION = 1
 
+
+class _SQLiteTimestamp(sqlite.DATETIME):
+    """SQLite's DATETIME, but a value that is no date-time (any text fits in a SQLite
+    column) reads back as it is stored instead of failing the whole query: the store
+    then reports that row's problem (jobtui.core.rows) and shows every other row."""
+
+    def result_processor(self, dialect: Dialect, coltype: object) -> Any:
+        parse = super().result_processor(dialect, coltype)
+        if parse is None:
+            return None
+
+        def process(value: Any) -> Any:
+            try:
+                return parse(value)
+            except (TypeError, ValueError):
+                return value
+
+        return process
+
+
 # Microsecond precision on MySQL/MariaDB (plain DATETIME drops fractions).
-Timestamp = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+Timestamp = (
+    DateTime()
+    .with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+    .with_variant(_SQLiteTimestamp(), "sqlite")
+)
 Double = Float(precision=53).with_variant(mysql.DOUBLE(asdecimal=False), "mysql", "mariadb")
 Id = BigInteger().with_variant(Integer(), "sqlite")
 LongText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")

@@ -10,7 +10,6 @@ half-way. Runners use the same tables (``jobtui.core.runner``).
 from __future__ import annotations
 
 import getpass
-import json
 import sqlite3
 import threading
 import time
@@ -40,6 +39,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
 from jobtui.core import actions, builtin_actions, claims, schema
+from jobtui.core import rows as rows_
 from jobtui.core.db import make_engine, mask_text, mask_url, resolve_url, sqlite_now_override
 from jobtui.core.errors import (
     DatabaseUnavailable,
@@ -50,6 +50,7 @@ from jobtui.core.errors import (
     ReadOnlyError,
 )
 from jobtui.core.model import (
+    JOB_NAME_RE,
     MAX_DESCRIPTION_LENGTH,
     Intent,
     Job,
@@ -63,7 +64,7 @@ from jobtui.core.model import (
 )
 from jobtui.core.schedules import check_schedule, first_run, make_schedule, next_slot, upcoming
 from jobtui.core.timeutil import Clock, aware, from_db, to_db, utcnow
-from jobtui.core.transitions import derive_status, halted_reason
+from jobtui.core.transitions import PHASES, derive_status, halted_reason
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -733,6 +734,15 @@ class JobStore:
         """
         self._check_writable()
         current = self.get(name, owner=owner)
+        partial = kind is None and every is None and cron is None and expr is None
+        window = tz is not UNSET or start is not UNSET or finish is not UNSET
+        if current.schedule is rows_.PLACEHOLDER_SCHEDULE and partial and window:
+            # What the row's schedule was cannot be read (its problem says why): a window
+            # or time zone alone would be merged into the placeholder, not into it.
+            raise InvalidInput(
+                f"job {current.name!r} has a problem ({current.problem}): give its whole "
+                "schedule (--every, --cron, --expr or --once) to replace it"
+            )
         if what is not None:
             self.check_what(what, owner=current.owner)
         if description is not None:
@@ -1085,8 +1095,8 @@ class JobStore:
         Empty for a job that is paused, disabled, broken, aborted or finished:
         its schedule starts nothing until an operator acts (``halted_reason``).
         """
-        if halted_reason(intent=job.intent, broken=job.broken, phase=job.phase):
-            return []
+        if job.problem or halted_reason(intent=job.intent, broken=job.broken, phase=job.phase):
+            return []  # a job with a problem never runs until its row is fixed
         return self.preview_schedule(
             job.schedule,
             n,
@@ -1231,6 +1241,9 @@ class JobStore:
                     },
                     "max_failures": job.max_failures,
                     "disabled": job.intent is Intent.DISABLED,
+                    # only on a job with a problem: `import` refuses such an entry,
+                    # whose placeholders stand for what could not be read
+                    **({"problem": job.problem} if job.problem else {}),
                 }
             )
         return out
@@ -1633,13 +1646,58 @@ def _utc(value: Any) -> datetime | None:
     return from_db(value)
 
 
+class _Unreadable:
+    """A time column's value that is no date (a zero date, text on SQLite)."""
+
+
+_UNREADABLE = _Unreadable()
+
+
+def _time(value: Any) -> datetime | _Unreadable | None:
+    """``_utc``, or ``_UNREADABLE`` for what is no date-time (never an exception)."""
+    if value is None:
+        return None
+    if type(value) is datetime and value.tzinfo is None:
+        return datetime.combine(value.date(), value.time(), UTC)
+    try:
+        return from_db(value)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return _UNREADABLE
+
+
+def _note(value: Any) -> datetime | None:
+    """A bookkeeping time the runner rewrites at every run (this_run, runner_start ...):
+    unreadable reads as None, it neither runs nor schedules anything."""
+    if value is None:
+        return None
+    if type(value) is datetime and value.tzinfo is None:
+        return datetime.combine(value.date(), value.time(), UTC)
+    try:
+        return from_db(value)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
+
+
 # What and Schedule are frozen and made only from their own columns' raw values, so one
 # made for a set of values serves every later row with the same values: a runner that
 # claims and records the same jobs again and again does not re-parse their definitions.
+# A definition that does not validate is cached as its problem (text).
 # Bounded: cleared when full (a console over many distinct jobs just rebuilds them).
 _CACHE_LIMIT = 20_000
-_whats: dict[tuple[Any, ...], What] = {}
-_schedules: dict[tuple[Any, ...], Schedule] = {}
+_whats: dict[tuple[Any, ...], What | str] = {}
+_schedules: dict[tuple[Any, ...], Schedule | str] = {}
+
+_PHASES = frozenset(PHASES)
+_INT_TYPES = (int, bool)  # a Boolean column reads as bool, or as 0/1 from a raw cursor
+_NUMBER_TYPES = (float, int)
+MAX_FAILURES_COUNT = 2**31 - 1  # the column's INT
+MAX_CYCLES = 2**63 - 1  # the column's BIGINT
+MAX_SECONDS = 1e15  # total_time, last_duration: thirty million years is corrupt
+_OWNER_ACCEPTED = "expected the owning account, 1-190 printable characters"
+_NAME_ACCEPTED = (
+    "expected 1-64 characters from A-Z a-z 0-9 _ . -, starting with a letter, digit or underscore"
+)
+_DESCRIPTION_ACCEPTED = f"expected text of at most {MAX_DESCRIPTION_LENGTH} characters without NUL"
 
 
 def jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
@@ -1648,13 +1706,23 @@ def jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
 
 
 def _jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
+    """Jobs from rows of values, each checked as strictly as CLI input (jobtui.core.rows).
+
+    A row that does not validate gives a Job whose ``problem`` names the first
+    column that is wrong, with placeholders for what could not be read: reading
+    never raises. A column that is None where the table says NOT NULL was not
+    read (the runner reads only the columns it needs): it is not checked.
+    """
     whats = _whats
     schedules = _schedules
     if len(whats) > _CACHE_LIMIT:
         whats.clear()
     if len(schedules) > _CACHE_LIMIT:
         schedules.clear()
-    utc = _utc
+    time_ = _time
+    note = _note
+    unreadable = _UNREADABLE
+    name_ok = JOB_NAME_RE.fullmatch
     jobs: list[Job] = []
     for (
         id_,
@@ -1700,15 +1768,37 @@ def _jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
         running,
         remove_requested,
     ) in rows:
+        problems: list[str] = []
+        if owner is not None and not (
+            type(owner) is str and 0 < len(owner) <= 190 and owner.isprintable()
+        ):
+            problems.append(rows_.bad("owner", owner, _OWNER_ACCEPTED))
+            owner = rows_.PLACEHOLDER_OWNER
+        if name is not None and not (type(name) is str and name_ok(name)):
+            problems.append(rows_.bad("name", name, _NAME_ACCEPTED))
+            name = f"#{id_}"
+        if description and not (
+            type(description) is str
+            and len(description) <= MAX_DESCRIPTION_LENGTH
+            and "\x00" not in description
+        ):
+            problems.append(rows_.bad("description", description, _DESCRIPTION_ACCEPTED))
+            description = ""
         # Frozen and equal for equal columns: rows with the same target or schedule share one.
         what_key = (what_kind, what_target, what_args)
         what = whats.get(what_key)
         if what is None:
-            what = What.__new__(What)  # rows were validated on the way in; do not re-check
-            object.__setattr__(what, "kind", what_kind)
-            object.__setattr__(what, "target", what_target)
-            object.__setattr__(what, "args", tuple(json.loads(what_args or "[]")))
+            if what_kind is None:  # not read (the runner's recording reads no definition)
+                what = What.__new__(What)
+                object.__setattr__(what, "kind", None)
+                object.__setattr__(what, "target", what_target)
+                object.__setattr__(what, "args", ())
+            else:
+                what = rows_.what_from_columns(what_kind, what_target, what_args)
             whats[what_key] = what
+        if type(what) is str:
+            problems.append(what)
+            what = rows_.placeholder_what(what_kind)
         schedule_key = (
             schedule_kind,
             schedule_interval,
@@ -1720,54 +1810,160 @@ def _jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
         )
         sched = schedules.get(schedule_key)
         if sched is None:
-            sched = Schedule(
-                kind=schedule_kind,
-                every=schedule_interval,
-                cron=schedule_cron,
-                tz=schedule_tz,
-                expr=schedule_expr,
-                start=utc(schedule_start),
-                finish=utc(schedule_finish),
-            )
+            if schedule_kind is None:  # not read
+                sched = rows_.PLACEHOLDER_SCHEDULE
+            else:
+                sched = rows_.schedule_from_columns(
+                    schedule_kind,
+                    schedule_interval,
+                    schedule_cron,
+                    schedule_tz,
+                    schedule_expr,
+                    schedule_start,
+                    schedule_finish,
+                )
             schedules[schedule_key] = sched
+        if type(sched) is str:
+            problems.append(sched)
+            sched = rows_.PLACEHOLDER_SCHEDULE
+        anchor = time_(schedule_anchor)
+        if anchor is unreadable:
+            problems.append(rows_.bad("schedule_anchor", schedule_anchor, "expected a date-time"))
+            anchor = None
+        status_ = _STATUSES.get(status)
+        if status_ is None:
+            problems.append(rows_.bad("status", status, "expected one of " + ", ".join(_STATUSES)))
+            status_ = Status.BROKEN
+        intent_ = _INTENTS.get(intent)
+        if intent_ is None:
+            problems.append(rows_.bad("intent", intent, "expected one of " + ", ".join(_INTENTS)))
+            intent_ = Intent.DISABLED
+        if broken is None:
+            broken = False
+        elif not isinstance(broken, _INT_TYPES):
+            problems.append(rows_.bad("broken", broken, "expected 0 or 1"))
+            broken = True
+        if failures is None:
+            failures = 0
+        elif type(failures) not in _INT_TYPES or not 0 <= failures <= MAX_FAILURES_COUNT:
+            problems.append(
+                rows_.bad(
+                    "failures", failures, f"expected a whole number from 0 to {MAX_FAILURES_COUNT}"
+                )
+            )
+            failures = 0
+        if max_failures is None:
+            max_failures = DEFAULT_MAX_FAILURES
+        elif type(max_failures) not in _INT_TYPES or not 1 <= max_failures <= MAX_MAX_FAILURES:
+            problems.append(
+                rows_.bad(
+                    "max_failures",
+                    max_failures,
+                    f"expected a whole number from 1 to {MAX_MAX_FAILURES}",
+                )
+            )
+            max_failures = DEFAULT_MAX_FAILURES
+        if cycles is None:
+            cycles = 0
+        elif type(cycles) not in _INT_TYPES or not 0 <= cycles <= MAX_CYCLES:
+            problems.append(
+                rows_.bad("cycles", cycles, f"expected a whole number from 0 to {MAX_CYCLES}")
+            )
+            cycles = 0
+        created_ = time_(created)
+        if created_ is unreadable:
+            problems.append(rows_.bad("created", created, "expected a date-time"))
+            created_ = None
+        last_run_ = time_(last_run)
+        if last_run_ is unreadable:
+            problems.append(rows_.bad("last_run", last_run, "expected a date-time or NULL"))
+            last_run_ = None
+        next_run_ = time_(next_run)
+        if next_run_ is unreadable:
+            problems.append(rows_.bad("next_run", next_run, "expected a date-time or NULL"))
+            next_run_ = None
+        if total_time is None:
+            total_time = 0.0
+        elif type(total_time) not in _NUMBER_TYPES or not 0 <= total_time <= MAX_SECONDS:
+            problems.append(
+                rows_.bad("total_time", total_time, "expected a number of seconds, 0 or more")
+            )
+            total_time = 0.0
+        outcome = _OUTCOMES.get(last_outcome) if last_outcome is not None else None
+        if outcome is None and last_outcome is not None:
+            problems.append(
+                rows_.bad(
+                    "last_outcome", last_outcome, "expected NULL or one of " + ", ".join(_OUTCOMES)
+                )
+            )
+        if last_duration is not None and (
+            type(last_duration) not in _NUMBER_TYPES or not 0 <= last_duration <= MAX_SECONDS
+        ):
+            problems.append(
+                rows_.bad(
+                    "last_duration",
+                    last_duration,
+                    "expected NULL or a number of seconds, 0 or more",
+                )
+            )
+            last_duration = None
+        if run_now is None:
+            run_now = False
+        elif not isinstance(run_now, _INT_TYPES):
+            problems.append(rows_.bad("run_now", run_now, "expected 0 or 1"))
+            run_now = False
+        if phase is not None and phase not in _PHASES:
+            problems.append(rows_.bad("phase", phase, "expected one of " + ", ".join(PHASES)))
+            phase = "ENABLED"
+        if running is None:
+            running = False
+        elif not isinstance(running, _INT_TYPES):
+            problems.append(rows_.bad("running", running, "expected 0 or 1"))
+            running = False
+        problem = problems[0] if problems else None
         jobs.append(
             Job(
                 id=int(id_),
                 owner=owner,
                 name=name,
                 description=description or "",
-                what=what,
-                schedule=sched,
-                status=_STATUSES.get(status) or Status(status),
-                intent=_INTENTS.get(intent) or Intent(intent),
+                what=what,  # type: ignore[arg-type]  # a problem (str) was replaced above
+                schedule=sched,  # type: ignore[arg-type]
+                status=Status.BROKEN if problem else status_,
+                intent=intent_,
                 broken=bool(broken),
-                failures=int(failures or 0),
-                max_failures=int(max_failures or DEFAULT_MAX_FAILURES),
-                cycles=int(cycles or 0),
-                created=utc(created) or utcnow(),
-                last_run=utc(last_run),
-                this_run=utc(this_run),
-                next_run=utc(next_run),
-                total_time=float(total_time or 0.0),
-                last_outcome=(_OUTCOMES.get(last_outcome) or Outcome(last_outcome))
-                if last_outcome
-                else None,
-                last_error=last_error,
+                failures=failures,
+                max_failures=max_failures,
+                cycles=cycles,
+                created=created_ or utcnow(),  # type: ignore[arg-type]
+                last_run=last_run_,  # type: ignore[arg-type]
+                this_run=note(this_run),
+                next_run=next_run_,  # type: ignore[arg-type]
+                total_time=float(total_time),
+                last_outcome=outcome,
+                last_error=last_error if isinstance(last_error, str) else None,
                 last_duration=last_duration,
-                last_cycle_start=utc(last_cycle_start),
-                last_cycle_finish=utc(last_cycle_finish),
-                runner_id=runner_id,
-                runner_connection_id=runner_connection_id,
-                runner_start=utc(runner_start),
-                runner_finish=utc(runner_finish),
+                last_cycle_start=note(last_cycle_start),
+                last_cycle_finish=note(last_cycle_finish),
+                runner_id=runner_id if isinstance(runner_id, str) else None,
+                runner_connection_id=runner_connection_id
+                if type(runner_connection_id) is int
+                else None,
+                runner_start=note(runner_start),
+                runner_finish=note(runner_finish),
                 run_now=bool(run_now),
-                abort_requested=bool(abort_requested),
-                broken_reason=broken_reason,
-                updated=utc(updated),
+                abort_requested=bool(abort_requested)
+                if isinstance(abort_requested, _INT_TYPES)
+                else False,
+                broken_reason=broken_reason if isinstance(broken_reason, str) else None,
+                updated=note(updated),
                 phase=phase,
                 running=bool(running),
-                anchor=utc(schedule_anchor),
-                remove_requested=bool(remove_requested),
+                anchor=anchor,  # type: ignore[arg-type]
+                remove_requested=bool(remove_requested)
+                if isinstance(remove_requested, _INT_TYPES)
+                else False,
+                problem=problem,
             )
         )
     return jobs
@@ -1878,6 +2074,11 @@ def parse_job_definition(item: Any) -> tuple[str, What, Schedule, str, int, bool
 
     if not isinstance(item, dict):
         raise InvalidInput("expected a mapping with name, what and schedule")
+    if item.get("problem") is not None:
+        raise InvalidInput(
+            f"exported with a problem ({str(item['problem'])[:200]}): its values are "
+            "placeholders; fix the entry and delete its 'problem' field"
+        )
     name = check_job_name(item.get("name", ""))
     w = item.get("what")
     if not isinstance(w, dict):

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from jobtui.core.model import Intent, Status
 
 PHASES = ("ENABLED", "SLEEPING", "ERROR", "RESUMED", "ABORTED", "FINISHED")
+_PHASE_STATUS = {phase: Status(phase) for phase in PHASES}
 BACKOFF_BASE = timedelta(minutes=1)
 BACKOFF_CAP = timedelta(days=1)
 
@@ -36,7 +37,8 @@ def derive_status(*, intent: str, broken: bool, running: bool, phase: str) -> St
         return Status.PAUSED
     if broken:
         return Status.BROKEN
-    return Status(phase)
+    # A phase outside PHASES (a row written by hand) never raises: such a job is BROKEN.
+    return _PHASE_STATUS.get(phase, Status.BROKEN)
 
 
 def is_due_for_schedule(

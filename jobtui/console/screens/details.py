@@ -94,6 +94,12 @@ class DetailsScreen(JobActions, Screen[None]):
         rows = [
             ("Job", f"[b]{escape(job.name)}[/]  (id {job.id}, owner {escape(job.owner)})"),
             ("Status", f"[b ${fmt.STATUS_VARIABLE[job.status]}]{job.status.value}[/]"),
+            *(
+                # the row as read did not validate: what is wrong, and why it never runs
+                [("Problem", f"[$error]{escape(job.problem)}[/] (never run until fixed)")]
+                if job.problem
+                else []
+            ),
             (
                 "State",
                 f"intent {job.intent.value}, phase {job.phase}, running {job.running}, "
@@ -145,7 +151,10 @@ class DetailsScreen(JobActions, Screen[None]):
             return
         lines = ["[b]Next 5 runs[/]"]
         job = self.job
-        halted = job and halted_reason(intent=job.intent, broken=job.broken, phase=job.phase)
+        halted = job and (
+            (job.problem and "the job's row has a problem")
+            or halted_reason(intent=job.intent, broken=job.broken, phase=job.phase)
+        )
         none = f"none ({escape(halted)})" if halted else "none scheduled"
         lines += [f"{fmt.stamp(t)}" for t in message.upcoming] or [none]
         upcoming.update(Content.from_markup("\n".join(lines)))
