@@ -40,7 +40,7 @@ from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, text,
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from jobtui.core import batchsql, claims, executor, schema
+from jobtui.core import batchsql, claims, executor, routines, schema
 from jobtui.core.db import make_engine, mask_text
 from jobtui.core.errors import JobLocked, JobtuiError
 from jobtui.core.model import Job, Outcome, Schedule, Status
@@ -158,6 +158,8 @@ class _Run:
     executing: bool = False
     exec_start: datetime | None = None
     ahead: bool = False  # claimed before its slot (lead): it waits for the slot
+    routine: routines.Verdict | None = None  # MySQL/MariaDB: the verified routine to call
+    expr_error: str | None = None  # its expr schedule failed at the claim: not executed
 
 
 class RunnerPool:
@@ -653,6 +655,7 @@ class RunnerPool:
         # Only batches of short jobs (more than one run) take part: a job run alone (long,
         # or of unknown duration) neither waits for the others nor makes them wait.
         burst = len(runs) > 1 and any(run.ahead for run in runs)
+        self._verify(runs)
         if burst:
             with self._burst:
                 self._bursting += 1
@@ -674,6 +677,25 @@ class RunnerPool:
             with self._burst:
                 self._burst.wait_for(lambda: self._bursting == 0, timeout=BURST_WAIT)
         self._finish(done)
+
+    def _verify(self, runs: list[_Run]) -> None:
+        """MySQL/MariaDB: the routines of a batch's call/sql jobs, verified in one query on
+        the batch's own connection before any of them runs (``routines.verify``)."""
+        jobs = [run.job for run in runs if run.job.what.kind in ("call", "sql")]
+        if not self.mysql or not jobs:
+            return
+        session = runs[0].session
+        try:
+            conn = session.get()
+            with self._raw_txn(conn, "verification"):
+                verdicts = routines.verify(conn, self._schema, jobs)
+        except Exception as exc:  # each run then fails with the reason, nothing executes
+            if claims.is_disconnect(exc):
+                session.discard()
+            problem = f"the runner could not verify the job's routine: {_describe(exc)}"
+            verdicts = {job.id: routines.Verdict(None, problem) for job in jobs}
+        for run in runs:
+            run.routine = verdicts.get(run.job.id)
 
     def _wait_for_slot(self, run: _Run) -> None:
         """A run claimed ahead of its slot (``lead``) starts at the slot, or when aborted."""
@@ -912,6 +934,7 @@ class RunnerPool:
         anchor = _anchor(job)
         skipped = 0
         first = next_run
+        expr_error = None
         if due:
             assert first is not None
             slot, skipped = coalesce(sched, first, at, anchor)
@@ -920,7 +943,7 @@ class RunnerPool:
             elif sched.kind == "once":
                 nxt = None
             else:
-                nxt = self._eval_expr(c, sched, at)
+                nxt, expr_error = self._eval_expr(c, job, at)
         else:
             slot, nxt = now, next_run  # run-now leaves the schedule alone
         start = at if due else now  # a slot claimed ahead starts at the slot
@@ -986,19 +1009,33 @@ class RunnerPool:
             session=session,
             lock_name=None,
             ahead=due and at > now,
+            expr_error=expr_error,
         )
         return run, values, run_rows
 
-    def _eval_expr(self, conn: Connection, sched: Schedule, now: datetime) -> datetime | None:
+    def _eval_expr(
+        self, conn: Connection, job: Job, now: datetime
+    ) -> tuple[datetime | None, str | None]:
+        """The next run from the job's expression: (next, None), or (None, the reason).
+
+        MySQL/MariaDB: the owner's own FUNCTION, verified first, run with the owner's
+        rights and at most ``routines.EXPR_TIMEOUT`` seconds (never the runner's
+        rights, never a thread held). A failure fails the run and puts the job in
+        ERROR with no next run, until its owner changes it.
+        """
+        sched = job.schedule
         assert sched.expr is not None
         try:
-            nxt = self.store.evaluate_expr(sched.expr, now, conn=conn)
+            nxt = self.store.evaluate_expr(sched.expr, now, conn=conn, job=job)
         except Exception as exc:
-            log.warning("expr %r failed at run start: %s", sched.expr, _describe(exc))
-            return None
+            log.warning("job %s: expr failed at run start: %s", job.name, _describe(exc))
+            return (
+                None,
+                f"the schedule's expression failed, so the job has no next run: {_describe(exc)}",
+            )
         if nxt is not None and sched.finish is not None and nxt > sched.finish:
-            return None
-        return nxt
+            return None, None
+        return nxt, None
 
     def _skip_taken_slot(self, conn: Connection, job_id: int) -> None:
         """The run log already has this slot (UNIQUE guard): move on to the next slot."""
@@ -1033,6 +1070,8 @@ class RunnerPool:
 
     def _execute(self, run: _Run) -> tuple[Outcome, str | None]:
         session = run.session
+        if run.expr_error is not None:
+            return Outcome.FAILED, run.expr_error  # nothing ran (docs/runners.md)
         try:
             conn = session.get()
             with run.guard:
@@ -1041,7 +1080,9 @@ class RunnerPool:
                 run.executing = True
             run.exec_start = self.now()
             try:
-                executor.execute(conn, run.job, run.abort_event, sql_owners=self.store.sql_owners)
+                executor.execute(
+                    conn, run.job, run.abort_event, routine=run.routine, schema_name=self._schema
+                )
             finally:
                 with run.guard:
                     run.executing = False
@@ -1277,7 +1318,7 @@ class RunnerPool:
         the locked row is not ours any more."""
         if row is None or job is None or not row.running or row.runner_id != self.runner_id:
             return None  # removed, or reaped while we were away: the row is not ours now
-        return finish_values(
+        values = finish_values(
             job,
             row.phase,
             outcome=outcome,
@@ -1287,6 +1328,9 @@ class RunnerPool:
             manual=run.manual,
             shutdown=run.abort_reason in ("shutdown", "withdrawn"),
         )
+        if run.expr_error is not None:
+            values["next_run"] = None  # ERROR with no next run: its owner changes the expr
+        return values
 
     # ------------------------------------------------------------------ staying alive
 
