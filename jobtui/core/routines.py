@@ -148,6 +148,25 @@ def call_statement(schema_name: str, name: str, nargs: int) -> str:
 # ---------------------------------------------------------------------- the owner's session
 
 
+def scalar(conn: Connection, sql: str) -> Any:
+    """The first column of the first row of ``sql``, sent as it is (no parameters, so the
+    driver leaves its % signs alone)."""
+    raw = conn.connection.dbapi_connection
+    assert raw is not None
+    cur = raw.cursor()
+    try:
+        cur.execute(sql)
+        row = cur.fetchone()
+        while cur.nextset():
+            pass
+        return None if row is None else row[0]
+    except conn.dialect.loaded_dbapi.Error as exc:
+        # as SQLAlchemy would raise it, so callers handle one kind of error
+        raise DBAPIError.instance(sql, None, exc, conn.dialect.loaded_dbapi.Error) from exc
+    finally:
+        cur.close()
+
+
 def current_role(conn: Connection) -> str | None:
     role = conn.exec_driver_sql("SELECT CURRENT_ROLE()").scalar()
     return None if role is None else str(role)
@@ -295,10 +314,10 @@ def verify(
             (schema_name, kind, *(_like(prefix, j.id) for j in jobs)),
         )
         rows = cur.fetchall()
-    except Exception as exc:
+    except conn.dialect.loaded_dbapi.Error as exc:
         code = getattr(exc, "args", (None,))[0]
         if code not in _DENIED:
-            raise
+            raise DBAPIError.instance("verify", None, exc, conn.dialect.loaded_dbapi.Error) from exc
         problem = (
             "the runner cannot verify the job's routine: its account needs SELECT on "
             "mysql.proc (`jobtui grant ACCOUNT --runner`, docs/privileges.md)"
@@ -355,12 +374,12 @@ def _judge(job: Job, schema_name: str, kind: str, rows: list[tuple[Any, ...]]) -
             return Verdict(name, None)
     if problems:
         return Verdict(None, problems[0])
-    routine = "function" if kind == FUNCTION else "procedure"
+    routine, prefix = ("function", FUNC_PREFIX) if kind == FUNCTION else ("procedure", PROC_PREFIX)
     return Verdict(
         None,
-        f"the job's {routine} ({qualified(schema_name, (FUNC_PREFIX if kind == FUNCTION else PROC_PREFIX) + str(job.id))}_…) "
-        "does not match the job's definition: it is missing, or the job was changed outside "
-        f"jobtui (e.g. through the view); {fix}",
+        f"the job's {routine} `{schema_name}`.`{prefix}{job.id}_…` that matches its definition "
+        "does not exist: it was dropped, or the job was changed outside jobtui (e.g. through "
+        f"the view); {fix}",
     )
 
 

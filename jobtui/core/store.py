@@ -1108,9 +1108,10 @@ class JobStore:
                     select_ = f"SELECT ({expr})"
                 conn.execute(text("SET @@timestamp = :ts"), {"ts": aware(now).timestamp()})
                 try:
-                    value = conn.exec_driver_sql(
-                        f"SET STATEMENT max_statement_time={routines.EXPR_TIMEOUT:g} FOR {select_}"
-                    ).scalar()
+                    value = routines.scalar(
+                        conn,
+                        f"SET STATEMENT max_statement_time={routines.EXPR_TIMEOUT:g} FOR {select_}",
+                    )
                 finally:
                     conn.execute(text("SET @@timestamp = DEFAULT"))
         except routines.RoutineRefused as exc:
