@@ -400,7 +400,8 @@ class JobStore:
         if not self.sees_all:
             raise PermissionDenied(
                 f"{option} shows every owner's jobs (DBA_JOBS) and needs an admin account "
-                f"(role {schema.ADMIN_ROLE}, docs/privileges.md); account {self.owner!r} sees "
+                f"(role {schema.admin_role(self.schema_name)}, docs/privileges.md); account "
+                f"{self.owner!r} sees "
                 f"only its own jobs: leave out {option}"
             )
 
@@ -1493,7 +1494,8 @@ class JobStore:
         if not self.sees_all:
             raise PermissionDenied(
                 f"pruning the run log needs an admin or runner account (roles "
-                f"{schema.ADMIN_ROLE}, {schema.RUNNER_ROLE}; docs/privileges.md); account "
+                f"{schema.admin_role(self.schema_name)}, {schema.runner_role(self.schema_name)}; "
+                "docs/privileges.md); account "
                 f"{self.owner!r} is an operator"
             )
         retention = Retention(
