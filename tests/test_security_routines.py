@@ -506,7 +506,7 @@ def test_refusals_at_submit_leave_nothing_behind(
     alice_url = server.url_for("alice")
     # an expression that is NULL now: the job would never run again
     code = main(["--db", alice_url, "submit", "n", "--sql", "SELECT 1", "--expr", "NULL"])
-    out, err = capsys.readouterr()
+    _out, err = capsys.readouterr()
     assert code == 2 and "gives NULL now" in err and err.count("\n") == 1
     # an account that may not create routines: the server's reason, exit 2, no row
     root = _root(server)
