@@ -700,6 +700,32 @@ class JobStore:
                 )
         return self.get(name)
 
+    @_db_errors
+    def ensure_routines(self, job_ids: Iterable[int] | None = None) -> int:
+        """Create the routines this account's own jobs need and lack (MySQL/MariaDB).
+
+        For rows written by other means than submit, change and import (a job
+        table from before owner-rights execution, a bulk INSERT): until then the
+        runner refuses to run them. Another owner's jobs are left alone: only
+        that owner's session can make routines that run with its rights.
+        Returns how many routines were created.
+        """
+        self._check_writable()
+        if not self._owns_routines:
+            return 0
+        wanted_ids = None if job_ids is None else set(job_ids)
+        jobs = [j for j in self.list_jobs() if wanted_ids is None or j.id in wanted_ids]
+        created = 0
+        with self.engine.connect() as conn:
+            try:
+                role = routines.current_role(conn)
+                want = [r for j in jobs for r in routines.wanted(j.id, j.what, j.schedule, role)]
+                for i in range(0, len(want), 500):
+                    created += len(routines.install(conn, want[i : i + 500]))
+            finally:
+                conn.rollback()
+        return created
+
     def _install_routines(
         self, job_id: int, what: What, schedule: Schedule
     ) -> tuple[list[routines.Routine], list[routines.Routine]]:
