@@ -25,6 +25,7 @@ definer is the owner. docs/privileges.md.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -94,6 +95,13 @@ def _prelude(role: str | None) -> str:
 
 def for_what(job_id: int, what: What, role: str | None) -> Routine | None:
     """The PROCEDURE a ``call``/``sql`` job runs (None for actions)."""
+    if what.kind not in ("call", "sql"):
+        return None
+    return _for_what(int(job_id), what, role)
+
+
+@functools.lru_cache(maxsize=16384)  # the runner checks the same jobs again and again
+def _for_what(job_id: int, what: What, role: str | None) -> Routine:
     if what.kind == "call":
         schema_name, proc = split_procedure(what.target)
         names = [f"a{i}" for i in range(1, len(what.args) + 1)]
@@ -101,10 +109,8 @@ def for_what(job_id: int, what: What, role: str | None) -> Routine | None:
             f"CALL {quote_identifier(schema_name)}.{quote_identifier(proc)}({', '.join(names)})"
         )
         params = ", ".join(f"IN {n} TEXT" for n in names)
-    elif what.kind == "sql":
-        statement, params = what.target, ""
     else:
-        return None
+        statement, params = what.target, ""
     digest = _digest(what.kind, what.target, len(what.args), role)
     return Routine(
         PROCEDURE,
@@ -114,6 +120,7 @@ def for_what(job_id: int, what: What, role: str | None) -> Routine | None:
     )
 
 
+@functools.lru_cache(maxsize=4096)
 def for_expr(job_id: int, expr: str, role: str | None) -> Routine:
     """The FUNCTION that evaluates an expr schedule."""
     digest = _digest("expr", expr, role)
