@@ -606,3 +606,27 @@ def test_import_creates_the_routines_and_undoes_a_refusal(server: Server, tmp_pa
             fresh.close()
     finally:
         alice.close()
+
+
+def test_a_runner_that_cannot_check_runs_nothing_and_blames_itself(server: Server) -> None:
+    """Without SELECT on mysql.proc the runner runs no routine: a failed run that says what
+    the runner lacks, and an expr job is retried later (not put out of service)."""
+    root = _root(server)
+    with root.cursor() as cur:
+        cur.execute(f"REVOKE SELECT ON `mysql`.`proc` FROM `{schema.runner_role(server.database)}`")
+    root.close()
+    alice = server.store("alice")
+    try:
+        alice.submit("call", What("sql", "SELECT 1"), ONCE)
+        alice.submit(
+            "expr", What("sql", "SELECT 1"), make_schedule("expr", expr="NOW() + INTERVAL 1 DAY")
+        )
+        with _runner(server):
+            runs = {n: _wait_run(alice, n) for n in ("call", "expr")}
+        for name, run in runs.items():
+            assert run.outcome is Outcome.FAILED, name  # type: ignore[attr-defined]
+            assert "needs SELECT on mysql.proc" in run.error, run.error  # type: ignore[attr-defined]
+        job = alice.get("expr")
+        assert job.next_run is not None and "tried again later" in (job.last_error or "")
+    finally:
+        alice.close()

@@ -50,7 +50,15 @@ _DENIED = {1044, 1142, 1143, 1227}
 
 
 class RoutineRefused(Exception):
-    """The job's routine does not prove that it is the owner's own definition."""
+    """The job's routine does not prove that it is the owner's own definition.
+
+    ``runner_side``: the runner could not check it (its account lacks SELECT on
+    mysql.proc): not the job's fault.
+    """
+
+    def __init__(self, message: str, *, runner_side: bool = False) -> None:
+        super().__init__(message)
+        self.runner_side = runner_side
 
 
 @dataclass(frozen=True)
@@ -289,6 +297,7 @@ class Verdict:
 
     name: str | None
     problem: str | None
+    runner_side: bool = False  # the runner could not check (not the job's fault)
 
 
 def verify(
@@ -329,7 +338,7 @@ def verify(
             "the runner cannot verify the job's routine: its account needs SELECT on "
             "mysql.proc (`jobtui grant ACCOUNT --runner`, docs/privileges.md)"
         )
-        return {j.id: Verdict(None, problem) for j in jobs}
+        return {j.id: Verdict(None, problem, runner_side=True) for j in jobs}
     finally:
         cur.close()
     by_job: dict[int, list[tuple[Any, ...]]] = {}
@@ -395,5 +404,7 @@ def check(verdict: Verdict | None) -> str:
     if verdict is None:
         raise RoutineRefused("the job's routine was not verified before the run")
     if verdict.name is None:
-        raise RoutineRefused(verdict.problem or "the job's routine was refused")
+        raise RoutineRefused(
+            verdict.problem or "the job's routine was refused", runner_side=verdict.runner_side
+        )
     return verdict.name

@@ -42,7 +42,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from jobtui.core import batchsql, claims, executor, routines, schema
 from jobtui.core.db import make_engine, mask_text
-from jobtui.core.errors import JobLocked, JobtuiError
+from jobtui.core.errors import InvalidInput, JobLocked, JobtuiError
 from jobtui.core.model import Job, Outcome, Schedule, Status
 from jobtui.core.schedules import check_tz, next_slot
 from jobtui.core.store import JobStore, Retention, job_from_row, translate_db_error
@@ -141,6 +141,16 @@ class _Session:
             log.debug("close failed: %s", exc)
 
 
+@dataclass(frozen=True)
+class _ExprFailure:
+    """Why a job's expression gave no next run at the claim. ``final``: the expression's
+    own fault (error, timeout, not a date, routine refused): ERROR with no next run;
+    else (the runner could not check, the connection broke) an ordinary retry."""
+
+    reason: str
+    final: bool
+
+
 @dataclass(eq=False)
 class _Run:
     """A run this pool has claimed and not yet recorded."""
@@ -159,7 +169,7 @@ class _Run:
     exec_start: datetime | None = None
     ahead: bool = False  # claimed before its slot (lead): it waits for the slot
     routine: routines.Verdict | None = None  # MySQL/MariaDB: the verified routine to call
-    expr_error: str | None = None  # its expr schedule failed at the claim: not executed
+    expr_error: _ExprFailure | None = None  # its expression failed at the claim: not executed
 
 
 class RunnerPool:
@@ -1015,13 +1025,14 @@ class RunnerPool:
 
     def _eval_expr(
         self, conn: Connection, job: Job, now: datetime
-    ) -> tuple[datetime | None, str | None]:
-        """The next run from the job's expression: (next, None), or (None, the reason).
+    ) -> tuple[datetime | None, _ExprFailure | None]:
+        """The next run from the job's expression: (next, None), or (None, why not).
 
         MySQL/MariaDB: the owner's own FUNCTION, verified first, run with the owner's
         rights and at most ``routines.EXPR_TIMEOUT`` seconds (never the runner's
-        rights, never a thread held). A failure fails the run and puts the job in
-        ERROR with no next run, until its owner changes it.
+        rights, never a thread held). A failure fails the run; when the expression
+        itself is at fault the job goes to ERROR with no next run, until its owner
+        changes it.
         """
         sched = job.schedule
         assert sched.expr is not None
@@ -1029,9 +1040,10 @@ class RunnerPool:
             nxt = self.store.evaluate_expr(sched.expr, now, conn=conn, job=job)
         except Exception as exc:
             log.warning("job %s: expr failed at run start: %s", job.name, _describe(exc))
-            return (
-                None,
-                f"the schedule's expression failed, so the job has no next run: {_describe(exc)}",
+            final = isinstance(exc, InvalidInput)
+            what = "so the job has no next run" if final else "it is tried again later"
+            return None, _ExprFailure(
+                f"the schedule's expression failed, {what}: {_describe(exc)}", final
             )
         if nxt is not None and sched.finish is not None and nxt > sched.finish:
             return None, None
@@ -1071,7 +1083,7 @@ class RunnerPool:
     def _execute(self, run: _Run) -> tuple[Outcome, str | None]:
         session = run.session
         if run.expr_error is not None:
-            return Outcome.FAILED, run.expr_error  # nothing ran (docs/runners.md)
+            return Outcome.FAILED, run.expr_error.reason  # nothing ran (docs/runners.md)
         try:
             conn = session.get()
             with run.guard:
@@ -1328,7 +1340,7 @@ class RunnerPool:
             manual=run.manual,
             shutdown=run.abort_reason in ("shutdown", "withdrawn"),
         )
-        if run.expr_error is not None:
+        if run.expr_error is not None and run.expr_error.final:
             values["next_run"] = None  # ERROR with no next run: its owner changes the expr
         return values
 

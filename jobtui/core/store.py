@@ -1142,6 +1142,8 @@ class JobStore:
                 finally:
                     conn.execute(text("SET @@timestamp = DEFAULT"))
         except routines.RoutineRefused as exc:
+            if exc.runner_side:
+                raise PermissionDenied(f"--expr {expr!r} not evaluated: {exc}") from None
             raise InvalidInput(f"--expr {expr!r} not evaluated: {exc}") from None
         except (OperationalError, sqlite3.OperationalError) as exc:
             translated = translate_db_error(exc) if isinstance(exc, DBAPIError) else None
