@@ -290,8 +290,8 @@ class JobStore:
     # What runner pools on this store keep of the run log (the CLI's --keep-* options
     # set it before a console builds its pool); RunnerPool(retention=...) overrides it.
     retention: Retention = DEFAULT_RETENTION
-    # Whose `sql` jobs runner pools on this store run on MySQL/MariaDB: "admin" (the
-    # runner's own account or a jobtui_admin) or "any" (`jobtui worker --allow-sql-owner`).
+    # `jobtui worker --allow-sql-owner`: kept for compatibility, without effect (every
+    # job runs with its owner's rights, as its owner's routine: jobtui/core/routines.py).
     sql_owners: str = "admin"
 
     def __init__(
