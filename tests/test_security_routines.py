@@ -630,3 +630,25 @@ def test_a_runner_that_cannot_check_runs_nothing_and_blames_itself(server: Serve
         assert job.next_run is not None and "tried again later" in (job.last_error or "")
     finally:
         alice.close()
+
+
+def test_a_schedule_change_never_adopts_a_definition_written_by_someone_else(
+    server: Server,
+) -> None:
+    """An admin writes another statement into alice's row (on the table); alice then
+    changes only the schedule: her session makes no routine for a statement she never
+    gave, so the run stays refused until she gives the definition herself."""
+    alice = server.store("alice")
+    root = _root(server)
+    try:
+        job = alice.submit("j", What("sql", "SELECT 1"), ONCE)
+        with root.cursor() as cur:
+            cur.execute("UPDATE jobtui_job SET what_target = 'SELECT 2' WHERE id = %s", (job.id,))
+        alice.change("j", start=utcnow())
+        with _runner(server):
+            run = _wait_run(alice, "j")
+        assert run.outcome is Outcome.FAILED  # type: ignore[attr-defined]
+        assert "changed outside jobtui" in run.error  # type: ignore[attr-defined]
+    finally:
+        alice.close()
+        root.close()

@@ -251,8 +251,15 @@ def drop(conn: Connection, routines: Iterable[Routine]) -> None:
         conn.exec_driver_sql(routine.drop_sql())  # validated names: no % to format
 
 
-def drop_stale(conn: Connection, job_id: int, keep: Iterable[Routine] = ()) -> list[str]:
-    """Drop the job's routines (``jobtui_[wx]_<id>_*``) other than ``keep``.
+def drop_stale(
+    conn: Connection,
+    job_id: int,
+    keep: Iterable[Routine] = (),
+    *,
+    types: Iterable[str] | None = None,
+) -> list[str]:
+    """Drop the job's routines (``jobtui_[wx]_<id>_*``, of ``types``: both by default)
+    other than ``keep``.
 
     Only routines this account may drop go (its own; an admin's ALTER ROUTINE
     on the database covers every owner's); the others are left, and named in
@@ -265,8 +272,9 @@ def drop_stale(conn: Connection, job_id: int, keep: Iterable[Routine] = ()) -> l
         (_like(PROC_PREFIX, job_id), _like(FUNC_PREFIX, job_id)),
     ).all()
     left = []
+    wanted_types = {PROCEDURE, FUNCTION} if types is None else set(types)
     for rtype, name in rows:
-        if (str(rtype), str(name).lower()) in kept:
+        if (str(rtype), str(name).lower()) in kept or str(rtype) not in wanted_types:
             continue
         try:
             drop(conn, [Routine(str(rtype), str(name), "", "")])

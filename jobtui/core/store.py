@@ -727,16 +727,21 @@ class JobStore:
         return created
 
     def _install_routines(
-        self, job_id: int, what: What, schedule: Schedule
+        self, job_id: int, what: What | None, schedule: Schedule | None
     ) -> tuple[list[routines.Routine], list[routines.Routine]]:
-        """Create the job's routines in this (the owner's) session: (wanted, created).
+        """Create the job's routines for ``what`` and an expr ``schedule`` (either may be
+        None: not given) in this (the owner's) session: (wanted, created).
 
         A refusal raises InvalidInput with the server's reason, nothing left behind.
         """
         with self.engine.connect() as conn:
             try:
                 role = routines.current_role(conn)
-                want = routines.wanted(job_id, what, schedule, role)
+                want = []
+                if what is not None:
+                    want += [r for r in [routines.for_what(job_id, what, role)] if r is not None]
+                if schedule is not None and schedule.kind == "expr" and schedule.expr is not None:
+                    want.append(routines.for_expr(job_id, schedule.expr, role))
                 return want, routines.install(conn, want)
             finally:
                 conn.rollback()
@@ -747,6 +752,7 @@ class JobStore:
         keep: list[routines.Routine] | None = None,
         *,
         only: list[routines.Routine] | None = None,
+        types: list[str] | None = None,
     ) -> None:
         """Drop the job's routines other than ``keep`` (or exactly ``only``); a failure is
         logged, never raised: a routine that matches no job is never run."""
@@ -756,7 +762,7 @@ class JobStore:
                     if only is not None:
                         routines.drop(conn, only)
                     else:
-                        left = routines.drop_stale(conn, job_id, keep or [])
+                        left = routines.drop_stale(conn, job_id, keep or [], types=types)
                         if left:
                             log.info("routines left for an admin to drop: %s", ", ".join(left))
                 finally:
@@ -818,13 +824,21 @@ class JobStore:
                 "steer it or remove it"
             )
         now = self.now()
-        if schedule_changed and not foreign:  # never another owner's expression in our session
+        if expr_changed:  # a stored expression is never evaluated again (it may be foreign)
             self.check_expr_schedule(schedule, now)
+        # MySQL/MariaDB: routines only for what the owner gives here (a definition written
+        # into the row by other means must not become the owner's by a schedule change);
+        # the new ones first, so the row never names a routine that does not exist.
+        give_what = what is not None
+        give_expr = schedule.kind == "expr" and (expr is not None or expr_changed)
+        drop_expr = current.schedule.kind == "expr" and (give_expr or schedule.kind != "expr")
+        routines_ = self._owns_routines and not foreign
         created: list[routines.Routine] = []
-        want: list[routines.Routine] | None = None
-        if self._owns_routines and not foreign and (what or expr or schedule_changed):
-            # the new routines first: the row never names one that does not exist
-            want, created = self._install_routines(current.id, what or current.what, schedule)
+        want: list[routines.Routine] = []
+        if routines_ and (give_what or give_expr):
+            want, created = self._install_routines(
+                current.id, what if give_what else None, schedule if give_expr else None
+            )
         try:
             self._change_row(
                 current, what, description, max_failures, disabled, schedule, schedule_changed, now
@@ -833,8 +847,11 @@ class JobStore:
             if created:
                 self._drop_routines(current.id, only=created)
             raise
-        if want is not None:
-            self._drop_routines(current.id, keep=want)
+        if routines_ and (give_what or drop_expr):
+            replaced = ([routines.PROCEDURE] if give_what else []) + (
+                [routines.FUNCTION] if drop_expr else []
+            )
+            self._drop_routines(current.id, keep=want, types=replaced)
         return self.get(name, owner=owner)
 
     def _change_row(
