@@ -16,6 +16,10 @@ from jobtui.core import schema
 SQL_OWNER_POLICIES = ("admin", "any")  # accepted, without effect (see above)
 
 
+class PermissionRefused(Exception):
+    """The job's owner may not do what the job asks (e.g. an action no admin allowed it)."""
+
+
 def split_account(account: str) -> tuple[str, str]:
     """``user@host`` -> (user, host), split at the LAST @ (user names may hold one)."""
     user, sep, host = account.rpartition("@")
