@@ -159,6 +159,20 @@ def test_execute_granted_through_a_role_works_inside_the_owners_routine(server: 
         root.close()
 
 
+def test_an_admins_own_jobs_run_as_its_routines(server: Server) -> None:
+    """An admin's routines run too: its role carries no EXECUTE on the database, so the
+    server grants the creator EXECUTE on each routine it makes (a DEFINER routine's
+    EXECUTE is checked for its definer without the definer's roles)."""
+    adm = server.store("adm")
+    try:
+        adm.submit("mine", What("sql", "SELECT 1"), ONCE)
+        with _runner(server):
+            run = _wait_run(adm, "mine")
+        assert run.outcome is Outcome.OK, run.error  # type: ignore[attr-defined]
+    finally:
+        adm.close()
+
+
 def test_sql_jobs_of_every_owner_run_with_that_owners_rights(server: Server) -> None:
     """No more --allow-sql-owner: alice's statement runs as alice (her INSERT privilege
     decides), the runner's own rights never count."""

@@ -102,9 +102,12 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
             f"GRANT CREATE ROUTINE ON {escaped}.* TO `{role}`",
         ]
     elif kind == "admin":
+        # No EXECUTE here: MariaDB checks a DEFINER routine's EXECUTE for its definer
+        # without the definer's roles, and automatic_sp_privileges grants the creator
+        # EXECUTE on its own routine only when it lacks it (through its active role too).
         grants = [
             "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP, CREATE VIEW, "
-            f"SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE, EXECUTE ON {escaped}.* TO `{role}`",
+            f"SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE ON {escaped}.* TO `{role}`",
         ]
     else:
         grants = [
