@@ -131,6 +131,8 @@ def submit_jobtui_jobs(url: str, jobs: int, start: datetime, seconds: int) -> No
                     batch = []
             if batch:
                 conn.execute(insert(schema.job), batch)
+        # the copies run as the owner's routines too (jobs run with their owner's rights)
+        store.ensure_routines()
     finally:
         store.close()
 

@@ -80,6 +80,8 @@ def setup(server: str, jobs: int, every: float) -> str:
             batch = [dict(template, name=f"noop_{i}") for i in range(1, jobs)]
             if batch:
                 sconn.execute(insert(schema.job), batch)
+        # the copies run as the owner's routines too (jobs run with their owner's rights)
+        store.ensure_routines()
     finally:
         store.close()
     return url

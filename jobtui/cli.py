@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any, NoReturn
 
 from jobtui import __version__
+from jobtui.core import schema
 from jobtui.core.db import ENV_VAR, mask_text, mask_url, resolve_url
 from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobtuiError
 from jobtui.core.model import Job, Run, What, check_job_name
@@ -419,8 +420,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-sql-owner",
         choices=("admin", "any"),
         default="admin",
-        help="whose sql jobs run on MySQL/MariaDB: admin (the worker's own account or a "
-        "jobtui_admin; the default) or any owner's",
+        help="accepted for compatibility, without effect: every job runs with its owner's "
+        "rights (docs/privileges.md)",
     )
     _retention_options(p)
 
@@ -453,7 +454,8 @@ def build_parser() -> argparse.ArgumentParser:
         dest="kind",
         action="store_const",
         const="runner",
-        help="what `jobtui worker` needs (tables, and the grant tables for the EXECUTE check)",
+        help="what `jobtui worker` needs (tables, EXECUTE on the owners' routines, "
+        "mysql.proc to verify them, CONNECTION ADMIN to abort)",
     )
     p.add_argument(
         "--actions",
@@ -1148,7 +1150,8 @@ def _require_runner_account(store: JobStore, verb: str) -> None:
 
         raise PermissionDenied(
             f"`jobtui {verb}` runs jobs and needs a runner or admin account (roles "
-            f"jobtui_runner, jobtui_admin; docs/privileges.md); account {store.owner!r} is an "
+            f"{schema.runner_role(store.schema_name)}, {schema.admin_role(store.schema_name)}; "
+            f"docs/privileges.md); account {store.owner!r} is an "
             "operator: it sees its own jobs only"
         )
 

@@ -2,8 +2,8 @@
 
 ``server`` makes alice and bob (operators), an admin and a runner account
 (``jt_<key>_<random>``) on a fresh database, each granted its kind by the
-real `jobtui grant --apply`, and drops them afterwards. Roles are
-server-global, so the grants made on the test's database are revoked again.
+real `jobtui grant --apply`, and drops them afterwards, with the database's
+roles (``jobtui_<kind>_<db>``) and any grant on the database.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 from conftest import admin_connection
 
 from jobtui.cli import main
+from jobtui.core import schema
 from jobtui.core.store import JobStore, open_store
 
 
@@ -76,6 +77,8 @@ def server(mariadb_url: str) -> Iterator[Server]:
             for name in names.values():
                 cur.execute(f"DROP USER IF EXISTS '{name}'@'%'")
             _revoke_database_grants(cur, database)
+            for kind in set(kinds.values()):  # the roles belong to this database only
+                cur.execute(f"DROP ROLE IF EXISTS `{schema.role_name(kind, database)}`")
         conn.close()
 
 

@@ -114,6 +114,7 @@ def test_batch_claims_only_rows_still_eligible_and_records_them(
                         assert holder == held.thread_id()
 
         done = []
+        pool._verify(runs)  # as _run_batch does: the batch's routines, in one query
         for run in runs:
             outcome, error = pool._execute(run)
             assert (outcome, error) == (Outcome.OK, None)

@@ -1,9 +1,10 @@
 """Who may do what, enforced by MariaDB: real accounts, roles, views and grants.
 
 Each test creates its own accounts (``jt_<role>_<random>``) and drops them
-afterwards; the roles (jobtui_operator, jobtui_admin, jobtui_runner) are
-server-global, so the grants made on the test's database are revoked again and
-CREATE ROLE IF NOT EXISTS keeps everything safe to run twice (or in parallel).
+afterwards, with the roles of the test's database (``jobtui_operator_<db>``,
+``jobtui_admin_<db>``, ``jobtui_runner_<db>``: each belongs to one database).
+What jobs may do when they run (the owner's rights) is tested in
+tests/test_security_routines.py.
 """
 
 from __future__ import annotations
@@ -16,16 +17,14 @@ import pymysql
 import pytest
 from accounts import Server, grant_kind
 from conftest import MYSQL_SERVER, admin_connection
-from procs import wait_for
 
 from jobtui.cli import main
 from jobtui.core import schema
 from jobtui.core.errors import InvalidInput, JobNotFound, PermissionDenied
-from jobtui.core.model import Outcome, What
+from jobtui.core.model import What
 from jobtui.core.privileges import grant_statements, parse_account
-from jobtui.core.runner import RunnerPool
 from jobtui.core.schedules import make_schedule
-from jobtui.core.store import JobStore, open_store
+from jobtui.core.store import open_store
 
 pytestmark = pytest.mark.mariadb
 
@@ -255,121 +254,13 @@ def test_an_admin_account_recreates_the_views_with_its_role_as_definer(
             "SELECT DEFINER FROM information_schema.VIEWS WHERE TABLE_SCHEMA = %s",
             (server.database,),
         )
-        assert {r[0] for r in cur.fetchall()} == {f"{schema.ADMIN_ROLE}@"}
+        assert {r[0] for r in cur.fetchall()} == {f"{schema.admin_role(server.database)}@"}
     admin.close()
     grant_kind(server, "operator", _name(server, "alice"))
     capsys.readouterr()
     code, out, err = _cli(capsys, server.url_for("alice"), "list", "--json")
     assert code == 0, err
     assert [j["name"] for j in json.loads(out)] == ["mine"]
-
-
-# ---------------------------------------------------------------------- runner
-
-
-def _run_once(store: JobStore, job_id: int, owner_store: JobStore, name: str) -> list:  # type: ignore[type-arg]
-    before = len(owner_store.runs(name))
-    pool = RunnerPool(store, threads=1, poll=0.1, name="privileges")
-    pool.start()
-    try:
-        wait_for(
-            lambda: (
-                len(owner_store.runs(name)) > before
-                and owner_store.runs(name)[0].outcome is not Outcome.RUNNING
-            ),
-            20,
-        )
-    finally:
-        pool.stop(grace=0)
-    return owner_store.runs(name)
-
-
-def test_runner_refuses_a_call_the_owner_may_not_execute(server: Server) -> None:
-    admin = admin_connection(server.database)
-    with admin.cursor() as cur:
-        cur.execute("CREATE TABLE hits (who VARCHAR(80))")
-        cur.execute("CREATE PROCEDURE hit(IN w VARCHAR(80)) INSERT INTO hits VALUES (w)")
-        # the runner itself may run it; the question is whether bob may
-        cur.execute(f"GRANT EXECUTE ON `{server.database}`.* TO '{_name(server, 'run')}'@'%'")
-        cur.execute(f"GRANT INSERT ON `{server.database}`.`hits` TO '{_name(server, 'run')}'@'%'")
-    bob = server.store("bob")
-    runner = server.store("run")
-    try:
-        assert runner.sees_all
-        # bob could not even submit it (he may not see the procedure): the row is made
-        # for him on the table, as a job that lost its privilege since would look
-        admin_cur = admin.cursor()
-        job = runner.submit("hit", What("call", f"{server.database}.hit", ("bob",)), ONCE)
-        bob_owner = bob.owner
-        admin_cur.execute("UPDATE jobtui_job SET owner = %s WHERE id = %s", (bob_owner, job.id))
-        runs = _run_once(runner, job.id, bob, "hit")
-        assert runs[0].outcome is Outcome.FAILED
-        assert runs[0].error and "no EXECUTE privilege" in runs[0].error
-        assert f"`{server.database}`.`hit`" in runs[0].error
-        admin_cur.execute("SELECT COUNT(*) FROM hits")
-        assert admin_cur.fetchone() == (0,)
-        # a schema-level grant with a LIKE wildcard, through a role: now it runs
-        role = f"jt_role_{secrets.token_hex(3)}"
-        admin_cur.execute(f"CREATE ROLE `{role}`")
-        try:
-            pattern = server.database[:-3] + "%"
-            admin_cur.execute(f"GRANT EXECUTE ON `{pattern}`.* TO `{role}`")
-            admin_cur.execute(f"GRANT `{role}` TO '{_name(server, 'bob')}'@'%'")
-            runner.enable("hit", owner=bob_owner)
-            runner.run_now("hit", owner=bob_owner)
-            runs = _run_once(runner, job.id, bob, "hit")
-            assert runs[0].outcome is Outcome.OK, runs[0].error
-            admin_cur.execute("SELECT who FROM hits")
-            assert admin_cur.fetchall() == (("bob",),)
-        finally:
-            admin_cur.execute(f"DROP ROLE IF EXISTS `{role}`")
-            admin_cur.close()
-    finally:
-        bob.close()
-        runner.close()
-        admin.close()
-
-
-def test_runner_runs_sql_only_for_itself_or_an_admin_unless_allowed(server: Server) -> None:
-    admin = admin_connection(server.database)
-    with admin.cursor() as cur:
-        cur.execute("CREATE TABLE marks (who VARCHAR(80))")
-        for key in ("run", "alice", "adm"):
-            cur.execute(
-                f"GRANT INSERT ON `{server.database}`.`marks` TO '{_name(server, key)}'@'%'"
-            )
-    alice, adm, runner = server.store("alice"), server.store("adm"), server.store("run")
-    try:
-        alice.submit("mark", What("sql", "INSERT INTO marks VALUES ('alice')"), ONCE)
-        adm.submit("mark", What("sql", "INSERT INTO marks VALUES ('adm')"), ONCE)
-        runner.submit("mark", What("sql", "INSERT INTO marks VALUES ('run')"), ONCE)
-        _run_once(runner, 0, alice, "mark")
-        wait_for(
-            lambda: all(
-                s.runs("mark") and s.runs("mark")[0].outcome is not Outcome.RUNNING
-                for s in (adm, runner)
-            ),
-            20,
-        )
-        assert alice.runs("mark")[0].outcome is Outcome.FAILED
-        assert "sql jobs run only for the runner's own account" in (
-            alice.runs("mark")[0].error or ""
-        )
-        assert adm.runs("mark")[0].outcome is Outcome.OK
-        assert runner.runs("mark")[0].outcome is Outcome.OK
-        with admin.cursor() as cur:
-            cur.execute("SELECT who FROM marks ORDER BY who")
-            assert cur.fetchall() == (("adm",), ("run",))
-        # the deployer allows every owner's sql jobs
-        runner.sql_owners = "any"
-        alice.enable("mark")
-        alice.run_now("mark")
-        runs = _run_once(runner, 0, alice, "mark")
-        assert runs[0].outcome is Outcome.OK, runs[0].error
-    finally:
-        for s in (alice, adm, runner):
-            s.close()
-        admin.close()
 
 
 # ---------------------------------------------------------------------- grant verb
@@ -381,9 +272,17 @@ def test_grant_prints_validated_quoted_statements(
     code, out, _ = _cli(capsys, server.url, "grant", "'carol'@'10.0.%'", "--runner")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0] == "CREATE ROLE IF NOT EXISTS `jobtui_runner`;"
-    assert lines[-2] == "GRANT `jobtui_runner` TO 'carol'@'10.0.%';"
-    assert lines[-1] == "SET DEFAULT ROLE `jobtui_runner` FOR 'carol'@'10.0.%';"
+    role = f"jobtui_runner_{server.database}"  # the role belongs to this database
+    assert lines[0] == f"CREATE ROLE IF NOT EXISTS `{role}`;"
+    assert lines[-2] == f"GRANT `{role}` TO 'carol'@'10.0.%';"
+    assert lines[-1] == f"SET DEFAULT ROLE `{role}` FOR 'carol'@'10.0.%';"
+    escaped_db = server.database.replace("_", "\\_")
+    assert f"GRANT EXECUTE ON `{escaped_db}`.* TO `{role}`;" in lines
+    assert f"GRANT SELECT ON `mysql`.`proc` TO `{role}`;" in lines
+    assert f"GRANT CONNECTION ADMIN ON *.* TO `{role}`;" in lines
+    assert f"GRANT SELECT ON `{server.database}`.`jobtui_secret` TO `{role}`;" in lines
+    assert f"GRANT SELECT ON `{server.database}`.`jobtui_action_grant` TO `{role}`;" in lines
+    assert not [line for line in lines if "procs_priv" in line or "mysql`.`user" in line]
     code, out, _ = _cli(capsys, server.url, "grant", "dave", "--json")
     data = json.loads(out)
     assert data["account"] == "'dave'@'%'" and data["kind"] == "operator"
@@ -398,7 +297,10 @@ def test_grant_prints_validated_quoted_statements(
         grant_statements("boss", "dave", "db")
     assert parse_account('"eve"@"localhost"') == ("eve", "localhost")
     escaped = grant_statements("admin", "eve", "my_db")[1]
-    assert "ON `my\\_db`.* TO `jobtui_admin`" in escaped
+    assert "CREATE ROUTINE, ALTER ROUTINE ON `my\\_db`.* TO `jobtui_admin_my_db`" in escaped
+    assert "EXECUTE" not in escaped  # see privileges.grant_statements
+    operator = grant_statements("operator", "eve", "my_db")
+    assert "GRANT CREATE ROUTINE ON `my\\_db`.* TO `jobtui_operator_my_db`" in operator
 
 
 def test_grant_on_sqlite_says_there_are_no_accounts(
@@ -469,16 +371,16 @@ def test_credentials_from_an_option_file_are_never_shown(
 
 
 def test_privilege_check_bench_smoke() -> None:
-    """bench/privilege_check.py runs (its figures are in docs/privileges.md)."""
+    """bench/privilege_check.py runs: the routine check's cost (figures in docs/privileges.md)."""
     import subprocess
     import sys
 
     bench = Path(__file__).resolve().parent.parent / "bench" / "privilege_check.py"
     proc = subprocess.run(
-        [sys.executable, str(bench), "--n", "5", "--server", MYSQL_SERVER],
+        [sys.executable, str(bench), "--n", "5", "--batch", "4", "--server", MYSQL_SERVER],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("check asking the grant tables ") and "(n=5)" in proc.stdout
+    assert proc.stdout.startswith("verify one job's routine ") and "(n=5)" in proc.stdout

@@ -123,13 +123,11 @@ def test_fresh_job_and_edited_schedule_picked_up_within_a_poll(
 
 
 def test_failed_run_keeps_error_text(store: JobStore, pools: list) -> None:
-    store.submit("bad", What("sql", "UPDATE jobtui_meta SET value = value"), every(1))
+    with store.write() as conn:
+        conn.execute(text("CREATE TABLE no_such_table (x INT)"))
+    store.submit("bad", What("sql", "UPDATE no_such_table SET x = 1"), every(1))
     with store.write() as conn:  # make it fail at run time: the table is gone
-        conn.execute(
-            update(schema.job)
-            .where(schema.job.c.name == "bad")
-            .values(what_target="UPDATE no_such_table SET x = 1")
-        )
+        conn.execute(text("DROP TABLE no_such_table"))
     start_pool(pools, store)
     assert wait_for(lambda: any(r.outcome is Outcome.FAILED for r in runs_of(store, "bad")), 10)
     failed = next(r for r in runs_of(store, "bad") if r.outcome is Outcome.FAILED)
@@ -456,7 +454,13 @@ def test_expr_schedule_is_evaluated_at_run_start(store: JobStore, pools: list) -
     make_ledger(store)
     expr = "datetime(NOW(), '+1 day')" if store.is_sqlite else "NOW() + INTERVAL 1 DAY"
     store.submit("daily", ledger_sql("daily"), make_schedule("expr", expr=expr))
-    store.submit("last", ledger_sql("last"), make_schedule("expr", expr="NULL"))
+    # NULL at a run means "that was the last run" (NULL at submit is refused): NULL from
+    # one second after the submit on
+    until = (utcnow() + timedelta(seconds=1)).strftime("%Y-%m-%d %H:%M:%S.%f")
+    tomorrow = "datetime(NOW(), '+1 day')" if store.is_sqlite else "NOW() + INTERVAL 1 DAY"
+    last = f"CASE WHEN NOW() < '{until}' THEN {tomorrow} END"
+    store.submit("last", ledger_sql("last"), make_schedule("expr", expr=last))
+    time.sleep(2.1)  # MariaDB's NOW() keeps whole seconds: a full second past `until`
     start_pool(pools, store)
     assert wait_for(lambda: ok_runs(store, "daily") and ok_runs(store, "last"), 10)
     assert wait_for(lambda: store.get("last").status is Status.FINISHED, 5)

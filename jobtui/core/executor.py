@@ -4,23 +4,27 @@
 every result set; ``sql`` runs the one statement (draining its rows, so a
 SELECT really executes to the end); ``action`` calls the registered Python
 callable with an ``ActionContext``. The caller owns the transaction: it
-commits after a success and rolls back after a failure or an abort. On
-MySQL/MariaDB ``jobtui.core.privileges`` first checks that the job's owner may
-do what it runs, and for an action ``jobtui.core.actions.check_granted`` that
-an admin allowed it to the owner (a refusal fails the run).
+commits after a success and rolls back after a failure or an abort. For an
+action, ``jobtui.core.actions.check_granted`` first checks that an admin
+allowed it to the owner (a refusal fails the run).
+
+On MySQL/MariaDB a ``call`` or ``sql`` job runs only as its owner's DEFINER
+procedure (``jobtui.core.routines``), which the runner verified for the batch
+beforehand and passes as ``routine``: ``CALL `db`.`jobtui_w_…`(%s, …)``, the
+job's arguments bound. So the database applies the owner's rights, never the
+runner's.
 """
 
 from __future__ import annotations
 
-import functools
 import sqlite3
 import threading
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from jobtui.core import actions, privileges
-from jobtui.core.model import Job, quote_identifier, split_procedure, strip_trailing_semicolon
+from jobtui.core import actions, routines
+from jobtui.core.model import Job, strip_trailing_semicolon
 
 FETCH_BATCH = 1000
 
@@ -34,23 +38,23 @@ def dbapi_connection(conn: Connection) -> Any:
     return conn.connection.dbapi_connection
 
 
-@functools.lru_cache(maxsize=4096)
-def call_statement(target: str, nargs: int) -> str:
-    """``CALL `schema`.`proc`(%s, ...)``: identifiers validated and quoted, args bound."""
-    schema_name, proc = split_procedure(target)
-    marks = ", ".join(["%s"] * nargs)
-    return f"CALL {quote_identifier(schema_name)}.{quote_identifier(proc)}({marks})"
-
-
 def execute(
-    conn: Connection, job: Job, abort_event: threading.Event, *, sql_owners: str = "admin"
+    conn: Connection,
+    job: Job,
+    abort_event: threading.Event,
+    *,
+    routine: routines.Verdict | None = None,
+    schema_name: str = "",
+    sql_owners: str = "admin",
 ) -> None:
     """Run ``job.what`` on ``conn`` inside a transaction the caller finishes.
 
-    ``sql_owners``: whose ``sql`` jobs run on MySQL/MariaDB ("admin": the
-    runner's own account or a jobtui_admin; "any": every owner's).
+    ``routine``: on MySQL/MariaDB, the verified routine of a ``call``/``sql``
+    job in ``schema_name`` (``routines.verify``); without one that passed, the
+    run is refused (``routines.RoutineRefused``). ``sql_owners`` is accepted
+    for compatibility and has no effect: every job runs with its owner's rights.
     """
-    privileges.check_may_run(conn, job, sql_owners=sql_owners)
+    del sql_owners
     what = job.what
     if what.kind == "action":
         actions.check_granted(conn, job)  # the admins' allow-list (MySQL/MariaDB)
@@ -77,13 +81,10 @@ def execute(
         finally:
             cur.close()
         return
+    name = routines.check(routine)
     cur = raw.cursor()
     try:
-        if what.kind == "call":
-            cur.execute(call_statement(what.target, len(what.args)), list(what.args))
-        else:
-            # No parameters: PyMySQL then leaves % signs in the statement alone.
-            cur.execute(strip_trailing_semicolon(what.target))
+        cur.execute(routines.call_statement(schema_name, name, len(what.args)), list(what.args))
         _drain(cur)
     finally:
         cur.close()

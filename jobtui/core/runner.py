@@ -40,7 +40,7 @@ from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, text,
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from jobtui.core import batchsql, claims, executor, schema
+from jobtui.core import batchsql, claims, executor, routines, schema
 from jobtui.core.db import make_engine, mask_text, reset_mysql_session
 from jobtui.core.errors import InvalidInput, JobLocked, JobtuiError
 from jobtui.core.model import Intent, Job, Outcome, Schedule, Status
@@ -163,6 +163,16 @@ class _Session:
             log.debug("close failed: %s", exc)
 
 
+@dataclass(frozen=True)
+class _ExprFailure:
+    """Why a job's expression gave no next run at the claim. ``final``: the expression's
+    own fault (error, timeout, not a date, routine refused): ERROR with no next run;
+    else (the runner could not check, the connection broke) an ordinary retry."""
+
+    reason: str
+    final: bool
+
+
 @dataclass(eq=False)
 class _Run:
     """A run this pool has claimed and not yet recorded."""
@@ -180,6 +190,8 @@ class _Run:
     executing: bool = False
     exec_start: datetime | None = None
     ahead: bool = False  # claimed before its slot (lead): it waits for the slot
+    routine: routines.Verdict | None = None  # MySQL/MariaDB: the verified routine to call
+    expr_error: _ExprFailure | None = None  # its expression failed at the claim: not executed
 
 
 _Item = tuple[str, list[int]] | None  # ("run" | "hold", job ids); None: a thread's stop
@@ -773,6 +785,7 @@ class RunnerPool:
         # Only batches of short jobs (more than one run) take part: a job run alone (long,
         # or of unknown duration) neither waits for the others nor makes them wait.
         burst = len(runs) > 1 and any(run.ahead for run in runs)
+        self._verify(runs)
         if burst:
             with self._burst:
                 self._bursting += 1
@@ -794,6 +807,25 @@ class RunnerPool:
             with self._burst:
                 self._burst.wait_for(lambda: self._bursting == 0, timeout=BURST_WAIT)
         self._finish(done)
+
+    def _verify(self, runs: list[_Run]) -> None:
+        """MySQL/MariaDB: the routines of a batch's call/sql jobs, verified in one query on
+        the batch's own connection before any of them runs (``routines.verify``)."""
+        jobs = [run.job for run in runs if run.job.what.kind in ("call", "sql")]
+        if not self.mysql or not jobs:
+            return
+        session = runs[0].session
+        try:
+            # No transaction of its own (no COMMIT to pay): the first run's transaction
+            # starts with this read of mysql.proc, a non-transactional table.
+            verdicts = routines.verify(session.get(), self._schema, jobs)
+        except Exception as exc:  # each run then fails with the reason, nothing executes
+            if claims.is_disconnect(exc):
+                session.discard()
+            problem = f"the runner could not verify the job's routine: {_describe(exc)}"
+            verdicts = {job.id: routines.Verdict(None, problem) for job in jobs}
+        for run in runs:
+            run.routine = verdicts.get(run.job.id)
 
     def _wait_for_slot(self, run: _Run) -> None:
         """A run claimed ahead of its slot (``lead``) starts at the slot, or when aborted."""
@@ -1100,6 +1132,7 @@ class RunnerPool:
         anchor = _anchor(job)
         skipped = 0
         first = next_run
+        expr_error = None
         if due:
             assert first is not None
             slot, skipped = coalesce(sched, first, at, anchor)
@@ -1108,7 +1141,7 @@ class RunnerPool:
             elif sched.kind == "once":
                 nxt = None
             else:
-                nxt = self._eval_expr(c, sched, at)
+                nxt, expr_error = self._eval_expr(c, job, at)
         else:
             slot, nxt = now, next_run  # run-now leaves the schedule alone
         start = at if due else now  # a slot claimed ahead starts at the slot
@@ -1174,19 +1207,35 @@ class RunnerPool:
             session=session,
             lock_name=None,
             ahead=due and at > now,
+            expr_error=expr_error,
         )
         return run, values, run_rows
 
-    def _eval_expr(self, conn: Connection, sched: Schedule, now: datetime) -> datetime | None:
+    def _eval_expr(
+        self, conn: Connection, job: Job, now: datetime
+    ) -> tuple[datetime | None, _ExprFailure | None]:
+        """The next run from the job's expression: (next, None), or (None, why not).
+
+        MySQL/MariaDB: the owner's own FUNCTION, verified first, run with the owner's
+        rights and at most ``routines.EXPR_TIMEOUT`` seconds (never the runner's
+        rights, never a thread held). A failure fails the run; when the expression
+        itself is at fault the job goes to ERROR with no next run, until its owner
+        changes it.
+        """
+        sched = job.schedule
         assert sched.expr is not None
         try:
-            nxt = self.store.evaluate_expr(sched.expr, now, conn=conn)
+            nxt = self.store.evaluate_expr(sched.expr, now, conn=conn, job=job)
         except Exception as exc:
-            log.warning("expr %r failed at run start: %s", sched.expr, _describe(exc))
-            return None
+            log.warning("job %s: expr failed at run start: %s", job.name, _describe(exc))
+            final = isinstance(exc, InvalidInput)
+            what = "so the job has no next run" if final else "it is tried again later"
+            return None, _ExprFailure(
+                f"the schedule's expression failed, {what}: {_describe(exc)}", final
+            )
         if nxt is not None and sched.finish is not None and nxt > sched.finish:
-            return None
-        return nxt
+            return None, None
+        return nxt, None
 
     def _skip_taken_slot(self, conn: Connection, job_id: int) -> None:
         """The run log already has this slot (UNIQUE guard): move on to the next slot."""
@@ -1223,6 +1272,8 @@ class RunnerPool:
 
     def _execute(self, run: _Run) -> tuple[Outcome, str | None]:
         session = run.session
+        if run.expr_error is not None:
+            return Outcome.FAILED, run.expr_error.reason  # nothing ran (docs/runners.md)
         try:
             conn = session.get()
             with run.guard:
@@ -1232,7 +1283,9 @@ class RunnerPool:
             run.exec_start = self.now()
             session.dirty = self.mysql
             try:
-                executor.execute(conn, run.job, run.abort_event, sql_owners=self.store.sql_owners)
+                executor.execute(
+                    conn, run.job, run.abort_event, routine=run.routine, schema_name=self._schema
+                )
             finally:
                 with run.guard:
                     run.executing = False
@@ -1481,7 +1534,7 @@ class RunnerPool:
         the locked row is not ours any more."""
         if row is None or job is None or not row.running or row.runner_id != self.runner_id:
             return None  # removed, or reaped while we were away: the row is not ours now
-        return finish_values(
+        values = finish_values(
             job,
             row.phase,
             outcome=outcome,
@@ -1491,6 +1544,9 @@ class RunnerPool:
             manual=run.manual,
             shutdown=run.abort_reason in ("shutdown", "withdrawn"),
         )
+        if run.expr_error is not None and run.expr_error.final:
+            values["next_run"] = None  # ERROR with no next run: its owner changes the expr
+        return values
 
     # ------------------------------------------------------------------ staying alive
 

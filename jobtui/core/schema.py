@@ -219,9 +219,30 @@ action_grant = Table(
 # ---------------------------------------------------------------------- operators' views
 
 # The roles jobtui documents (docs/privileges.md); `jobtui grant` prints their grants.
-ADMIN_ROLE = "jobtui_admin"
+# Each belongs to ONE jobtui database (``jobtui_operator_<db>``): an operator of ``ops``
+# is not thereby an operator of ``ops2`` on the same server.
+ADMIN_ROLE = "jobtui_admin"  # prefixes: role_name() adds the database
 OPERATOR_ROLE = "jobtui_operator"
 RUNNER_ROLE = "jobtui_runner"
+ROLE_PREFIXES = {"operator": OPERATOR_ROLE, "admin": ADMIN_ROLE, "runner": RUNNER_ROLE}
+
+
+def role_name(kind: str, database: str) -> str:
+    """``jobtui_<kind>_<database>``: the role of one kind of account on one database."""
+    return f"{ROLE_PREFIXES[kind]}_{database}"
+
+
+def operator_role(database: str) -> str:
+    return role_name("operator", database)
+
+
+def admin_role(database: str) -> str:
+    return role_name("admin", database)
+
+
+def runner_role(database: str) -> str:
+    return role_name("runner", database)
+
 
 USER_JOB_VIEW = "jobtui_user_job"
 USER_RUN_VIEW = "jobtui_user_run"
@@ -369,7 +390,8 @@ def ensure_views(engine: Engine) -> bool:
     """(Re)create the operators' views when missing or outdated; False if not allowed.
 
     A runner account may not create views: it leaves them as they are. The
-    definer is the ``jobtui_admin`` role when that is the session's current role
+    definer is the database's admin role (``jobtui_admin_<db>``) when that is the
+    session's current role
     (a definer's default role is not active inside a view), else the account.
     """
     digest = views_digest()
@@ -385,10 +407,11 @@ def ensure_views(engine: Engine) -> bool:
         conn.rollback()
         if have == 2 and stored == digest:
             return True
-        role = conn.execute(text("SELECT CURRENT_ROLE()")).scalar()
+        role, database = conn.execute(text("SELECT CURRENT_ROLE(), DATABASE()")).one()
+        definer_role = role is not None and role == admin_role(str(database))
         try:
             for name, base in ((USER_JOB_VIEW, job), (USER_RUN_VIEW, run)):
-                conn.execute(text(view_ddl(name, base, definer_role=role == ADMIN_ROLE)))
+                conn.execute(text(view_ddl(name, base, definer_role=definer_role)))
             conn.execute(meta.delete().where(meta.c.key == VIEWS_KEY))
             conn.execute(meta.insert().values(key=VIEWS_KEY, value=digest))
             conn.commit()

@@ -10,6 +10,7 @@ half-way. Runners use the same tables (``jobtui.core.runner``).
 from __future__ import annotations
 
 import getpass
+import logging
 import sqlite3
 import threading
 import time
@@ -38,7 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
-from jobtui.core import actions, builtin_actions, claims, schema
+from jobtui.core import actions, builtin_actions, claims, routines, schema
 from jobtui.core import rows as rows_
 from jobtui.core.db import make_engine, mask_text, mask_url, resolve_url, sqlite_now_override
 from jobtui.core.errors import (
@@ -65,6 +66,8 @@ from jobtui.core.model import (
 from jobtui.core.schedules import check_schedule, first_run, make_schedule, next_slot, upcoming
 from jobtui.core.timeutil import Clock, aware, from_db, to_db, utcnow
 from jobtui.core.transitions import PHASES, derive_status, halted_reason
+
+log = logging.getLogger("jobtui.store")
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -291,8 +294,8 @@ class JobStore:
     # What runner pools on this store keep of the run log (the CLI's --keep-* options
     # set it before a console builds its pool); RunnerPool(retention=...) overrides it.
     retention: Retention = DEFAULT_RETENTION
-    # Whose `sql` jobs runner pools on this store run on MySQL/MariaDB: "admin" (the
-    # runner's own account or a jobtui_admin) or "any" (`jobtui worker --allow-sql-owner`).
+    # `jobtui worker --allow-sql-owner`: kept for compatibility, without effect (every
+    # job runs with its owner's rights, as its owner's routine: jobtui/core/routines.py).
     sql_owners: str = "admin"
 
     def __init__(
@@ -315,6 +318,7 @@ class JobStore:
         self._tables_lock = threading.Lock()
         self._poller: Connection | None = None  # see poll()
         self._poller_lock = threading.Lock()
+        self._schema_name: str | None = None
 
     # ------------------------------------------------------------------ basics
 
@@ -401,7 +405,8 @@ class JobStore:
         if not self.sees_all:
             raise PermissionDenied(
                 f"{option} shows every owner's jobs (DBA_JOBS) and needs an admin account "
-                f"(role {schema.ADMIN_ROLE}, docs/privileges.md); account {self.owner!r} sees "
+                f"(role {schema.admin_role(self.schema_name)}, docs/privileges.md); account "
+                f"{self.owner!r} sees "
                 f"only its own jobs: leave out {option}"
             )
 
@@ -439,6 +444,22 @@ class JobStore:
             if self._owner is None:
                 self._owner = self._current_owner()
             return self._owner
+
+    @property
+    def schema_name(self) -> str:
+        """The jobtui database (``DATABASE()``) on MySQL/MariaDB; "" on SQLite."""
+        if self._schema_name is None:
+            if self.is_sqlite:
+                self._schema_name = ""
+            else:
+                with self.engine.connect() as conn:
+                    self._schema_name = str(conn.exec_driver_sql("SELECT DATABASE()").scalar())
+        return self._schema_name
+
+    @property
+    def _owns_routines(self) -> bool:
+        """Jobs run as their owner's DEFINER routines here (MySQL/MariaDB)."""
+        return not self.is_sqlite
 
     @_db_errors
     def _current_owner(self) -> str:
@@ -693,6 +714,11 @@ class JobStore:
             "created": to_db(now),
             "updated": to_db(now),
         }
+        # On MySQL/MariaDB the job runs as routines its owner's session creates once the
+        # row has its id: until then next_run stays NULL, so no runner claims it.
+        held = self._owns_routines and bool(routines.wanted(0, what, schedule, None))
+        if held:
+            values["next_run"] = None
         try:
             with self.write() as conn:
                 conn.execute(insert(self.job_table).values(**values))
@@ -707,7 +733,91 @@ class JobStore:
                 f"job {name!r} already exists for owner {self.owner!r}: use `jobtui change` "
                 "to alter it or choose another name"
             ) from None
+        if held:
+            job = self.get(name)
+            try:
+                self._install_routines(job.id, what, schedule)
+            except BaseException:
+                with self.write() as conn:
+                    conn.execute(delete(self.job_table).where(self.job_table.c.id == job.id))
+                raise
+            with self.write() as conn:
+                conn.execute(
+                    update(self.job_table)
+                    .where(self.job_table.c.id == job.id)
+                    .values(next_run=to_db(next_run))
+                )
         return self.get(name)
+
+    @_db_errors
+    def ensure_routines(self, job_ids: Iterable[int] | None = None) -> int:
+        """Create the routines this account's own jobs need and lack (MySQL/MariaDB).
+
+        For rows written by other means than submit, change and import (a job
+        table from before owner-rights execution, a bulk INSERT): until then the
+        runner refuses to run them. Another owner's jobs are left alone: only
+        that owner's session can make routines that run with its rights.
+        Returns how many routines were created.
+        """
+        self._check_writable()
+        if not self._owns_routines:
+            return 0
+        wanted_ids = None if job_ids is None else set(job_ids)
+        jobs = [j for j in self.list_jobs() if wanted_ids is None or j.id in wanted_ids]
+        created = 0
+        with self.engine.connect() as conn:
+            try:
+                role = routines.current_role(conn)
+                want = [r for j in jobs for r in routines.wanted(j.id, j.what, j.schedule, role)]
+                for i in range(0, len(want), 500):
+                    created += len(routines.install(conn, want[i : i + 500]))
+            finally:
+                conn.rollback()
+        return created
+
+    def _install_routines(
+        self, job_id: int, what: What | None, schedule: Schedule | None
+    ) -> tuple[list[routines.Routine], list[routines.Routine]]:
+        """Create the job's routines for ``what`` and an expr ``schedule`` (either may be
+        None: not given) in this (the owner's) session: (wanted, created).
+
+        A refusal raises InvalidInput with the server's reason, nothing left behind.
+        """
+        with self.engine.connect() as conn:
+            try:
+                role = routines.current_role(conn)
+                want = []
+                if what is not None:
+                    want += [r for r in [routines.for_what(job_id, what, role)] if r is not None]
+                if schedule is not None and schedule.kind == "expr" and schedule.expr is not None:
+                    want.append(routines.for_expr(job_id, schedule.expr, role))
+                return want, routines.install(conn, want)
+            finally:
+                conn.rollback()
+
+    def _drop_routines(
+        self,
+        job_id: int,
+        keep: list[routines.Routine] | None = None,
+        *,
+        only: list[routines.Routine] | None = None,
+        types: list[str] | None = None,
+    ) -> None:
+        """Drop the job's routines other than ``keep`` (or exactly ``only``); a failure is
+        logged, never raised: a routine that matches no job is never run."""
+        try:
+            with self.engine.connect() as conn:
+                try:
+                    if only is not None:
+                        routines.drop(conn, only)
+                    else:
+                        left = routines.drop_stale(conn, job_id, keep or [], types=types)
+                        if left:
+                            log.info("routines left for an admin to drop: %s", ", ".join(left))
+                finally:
+                    conn.rollback()
+        except SQLAlchemyError as exc:
+            log.warning("could not drop the routines of job %s: %s", job_id, _short_error(exc))
 
     @_db_errors
     def change(
@@ -760,13 +870,63 @@ class JobStore:
             finish=finish,
         )
         schedule_changed = schedule != current.schedule
+        expr_changed = schedule.kind == "expr" and (
+            current.schedule.kind != "expr" or schedule.expr != current.schedule.expr
+        )
+        foreign = self._owns_routines and current.owner != self.owner
+        if foreign and ((what is not None and what != current.what) or expr_changed):
+            raise PermissionDenied(
+                f"permission denied: only the owner's own session can change what job {name!r} "
+                f"runs or its --expr, because the job runs with the owner's rights "
+                f"({current.owner}); account {self.owner!r} may change its other settings, "
+                "steer it or remove it"
+            )
         now = self.now()
-        if schedule_changed:
+        if expr_changed:  # a stored expression is never evaluated again (it may be foreign)
             self.check_expr_schedule(schedule, now)
+        # MySQL/MariaDB: routines only for what the owner gives here (a definition written
+        # into the row by other means must not become the owner's by a schedule change);
+        # the new ones first, so the row never names a routine that does not exist.
+        give_what = what is not None
+        give_expr = schedule.kind == "expr" and (expr is not None or expr_changed)
+        drop_expr = current.schedule.kind == "expr" and (give_expr or schedule.kind != "expr")
+        routines_ = self._owns_routines and not foreign
+        created: list[routines.Routine] = []
+        want: list[routines.Routine] = []
+        if routines_ and (give_what or give_expr):
+            want, created = self._install_routines(
+                current.id, what if give_what else None, schedule if give_expr else None
+            )
+        try:
+            self._change_row(
+                current, what, description, max_failures, disabled, schedule, schedule_changed, now
+            )
+        except BaseException:
+            if created:
+                self._drop_routines(current.id, only=created)
+            raise
+        if routines_ and (give_what or drop_expr):
+            replaced = ([routines.PROCEDURE] if give_what else []) + (
+                [routines.FUNCTION] if drop_expr else []
+            )
+            self._drop_routines(current.id, keep=want, types=replaced)
+        return self.get(name, owner=owner)
+
+    def _change_row(
+        self,
+        current: Job,
+        what: What | None,
+        description: str | None,
+        max_failures: int | None,
+        disabled: bool | None,
+        schedule: Schedule,
+        schedule_changed: bool,
+        now: datetime,
+    ) -> None:
         with self.write() as conn:
             row = self._lock(conn, current.id)
             if row.remove_requested:
-                raise removal_pending(name)
+                raise removal_pending(current.name)
             job = job_from_row(row)
             values: dict[str, Any] = {"updated": to_db(now)}
             if what is not None:
@@ -796,7 +956,6 @@ class JobStore:
             conn.execute(
                 update(self.job_table).where(self.job_table.c.id == job.id).values(**values)
             )
-        return self.get(name, owner=owner)
 
     @_db_errors
     def remove(self, name: str, *, owner: str | None = None, wait: float = 10.0) -> Job:
@@ -813,15 +972,25 @@ class JobStore:
         removed = replace(job, remove_requested=False)
         deadline = time.monotonic() + wait
         if self._remove_or_mark(job):
-            return removed
+            return self._removed(removed)
         while time.monotonic() < deadline:
             time.sleep(0.1)
             current = self.get_by_id(job.id)
             if current is None:
-                return removed  # the runner deleted it when it recorded the run's end
+                return self._removed(
+                    removed
+                )  # the runner deleted it when it recorded the run's end
             if not current.running and self._remove_or_mark(current):
-                return removed  # ended without a runner to delete it (reaped, or an old runner)
+                return self._removed(
+                    removed
+                )  # ended without a runner to delete it (reaped, or an old runner)
         return replace(self.get_by_id(job.id) or job, remove_requested=True)
+
+    def _removed(self, job: Job) -> Job:
+        """The row is gone: its routines go too (MySQL/MariaDB; best effort)."""
+        if self._owns_routines:
+            self._drop_routines(job.id)
+        return job
 
     def _remove_or_mark(self, job: Job) -> bool:
         """Delete the job's row if no run is in flight (True); else abort the run and mark
@@ -1014,7 +1183,13 @@ class JobStore:
             return
         assert schedule.expr is not None
         value = self.evaluate_expr(schedule.expr, now)
-        if value is not None and value <= now:
+        if value is None:
+            raise InvalidInput(
+                f"invalid --expr {schedule.expr!r}: it gives NULL now, so the job would run "
+                "once and never again; expected a later time such as NOW() + INTERVAL 1 DAY "
+                "(NULL later, at a run, means that run was the last: use --once for one run)"
+            )
+        if value <= now:
             raise InvalidInput(
                 f"invalid --expr {schedule.expr!r}: it gives {value.isoformat()}, which is not "
                 "after NOW(); expected a later time such as NOW() + INTERVAL 1 DAY"
@@ -1044,42 +1219,68 @@ class JobStore:
 
     @_db_errors
     def evaluate_expr(
-        self, expr: str, now: datetime, *, conn: Connection | None = None
+        self,
+        expr: str,
+        now: datetime,
+        *,
+        conn: Connection | None = None,
+        job: Job | None = None,
     ) -> datetime | None:
         """Evaluate an expr schedule as the database would at ``now`` (NULL -> None).
 
-        MySQL/MariaDB: ``SET TIMESTAMP`` makes NOW() return ``now`` for this
-        session. SQLite: jobtui's NOW() function returns ``now`` on this thread.
-        The expression was checked by ``schedules.check_expr`` (one expression,
-        no statements, comments or semicolons).
+        Bounded: at most ``routines.EXPR_TIMEOUT`` seconds (MySQL/MariaDB:
+        ``SET STATEMENT max_statement_time``; SQLite: a progress-handler
+        deadline), and the result must be a date-time; else InvalidInput.
+
+        MySQL/MariaDB: ``SET @@timestamp`` makes NOW() return ``now`` for this
+        session. With ``job`` (the runner) the expression is the job's own
+        FUNCTION, verified on ``mysql.proc`` and run with its owner's rights;
+        without, it runs in this session, with this account's rights (the
+        owner's own check at submit, or a preview of its own schedule).
+        SQLite: jobtui's NOW() function returns ``now`` on this thread. The
+        expression was checked by ``schedules.check_expr`` (one expression, no
+        statements, comments or semicolons).
         """
         if conn is None:
             with self.engine.connect() as own:
                 try:
-                    return self.evaluate_expr(expr, now, conn=own)
+                    return self.evaluate_expr(expr, now, conn=own, job=job)
                 finally:
                     own.rollback()
         try:
             if self.is_sqlite:
-                # A date needs a few bytes: cap text and blobs (randomblob(1e9) would
-                # take a gigabyte of memory) for this evaluation only.
-                raw: Any = conn.connection.dbapi_connection
-                old_limit = raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, EXPR_MAX_VALUE)
-                try:
-                    with sqlite_now_override(now):
-                        value = conn.execute(text(f"SELECT ({expr})")).scalar()
-                finally:
-                    raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, old_limit)
+                value = _sqlite_evaluate(conn, expr, now)
             else:
+                if job is not None:
+                    verdict = routines.verify(
+                        conn, self.schema_name, [job], kind=routines.FUNCTION
+                    ).get(job.id)
+                    select_ = (
+                        f"SELECT {routines.qualified(self.schema_name, routines.check(verdict))}()"
+                    )
+                else:
+                    select_ = f"SELECT ({expr})"
                 conn.execute(text("SET @@timestamp = :ts"), {"ts": aware(now).timestamp()})
                 try:
-                    value = conn.execute(text(f"SELECT ({expr})")).scalar()
+                    value = routines.scalar(
+                        conn,
+                        f"SET STATEMENT max_statement_time={routines.EXPR_TIMEOUT:g} FOR {select_}",
+                    )
                 finally:
                     conn.execute(text("SET @@timestamp = DEFAULT"))
-        except OperationalError as exc:
-            translated = translate_db_error(exc)
+        except routines.RoutineRefused as exc:
+            if exc.runner_side:
+                raise PermissionDenied(f"--expr {expr!r} not evaluated: {exc}") from None
+            raise InvalidInput(f"--expr {expr!r} not evaluated: {exc}") from None
+        except (OperationalError, sqlite3.OperationalError) as exc:
+            translated = translate_db_error(exc) if isinstance(exc, DBAPIError) else None
             if isinstance(translated, DatabaseUnavailable):
                 raise translated from exc
+            if _is_timeout(exc):
+                raise InvalidInput(
+                    f"invalid --expr {expr!r}: its evaluation took longer than "
+                    f"{routines.EXPR_TIMEOUT:g} s (the limit for a date expression)"
+                ) from None
             raise InvalidInput(
                 f"invalid --expr {expr!r}: the database rejected it ({_short_error(exc)})"
             ) from None
@@ -1097,6 +1298,10 @@ class JobStore:
         """
         if job.problem or halted_reason(intent=job.intent, broken=job.broken, phase=job.phase):
             return []  # a job with a problem never runs until its row is fixed
+        if self._owns_routines and job.schedule.kind == "expr" and job.owner != self.owner:
+            # Another owner's expression is never evaluated with this account's rights
+            # (its runs evaluate it as the owner's own function): only the next run.
+            return [job.next_run][:n] if job.next_run is not None else []
         return self.preview_schedule(
             job.schedule,
             n,
@@ -1283,60 +1488,125 @@ class JobStore:
             except InvalidInput as exc:
                 raise InvalidInput(f"job {name!r}: {exc}") from None
         existing = {j.name: j for j in self.list_jobs()}
-        created = changed = 0
         now = self.now()
+        # MySQL/MariaDB: the routines of the jobs that exist first, then the new rows
+        # (held: next_run NULL) and their routines; a refusal undoes all of that, so
+        # nothing changed. Only then are the rows changed and the new ones released.
+        made: list[tuple[int, routines.Routine]] = []
+        keep: dict[int, list[routines.Routine]] = {}
+        new_ids: dict[str, int] = {}
+        try:
+            if self._owns_routines:
+                for name, what, sched, *_ in parsed:
+                    if name in existing:
+                        jid = existing[name].id
+                        keep[jid], done = self._install_routines(jid, what, sched)
+                        made += [(jid, r) for r in done]
+            with self.write() as conn:
+                for item in parsed:
+                    if item[0] not in existing:
+                        conn.execute(
+                            insert(self.job_table).values(**self._import_values(item, now))
+                        )
+            if self._owns_routines:
+                ids = self._ids_by_name([p[0] for p in parsed if p[0] not in existing])
+                new_ids.update(ids)
+                for name, what, sched, *_ in parsed:
+                    if name in ids:
+                        keep[ids[name]], done = self._install_routines(ids[name], what, sched)
+                        made += [(ids[name], r) for r in done]
+        except BaseException:
+            for jid, routine in made:
+                self._drop_routines(jid, only=[routine])
+            fresh = self._ids_by_name([p[0] for p in parsed if p[0] not in existing])
+            if fresh:
+                with self.write() as conn:
+                    conn.execute(
+                        delete(self.job_table).where(self.job_table.c.id.in_(fresh.values()))
+                    )
+            raise
+        created = changed = 0
         with self.write() as conn:
-            for name, what, sched, desc, maxf, dis in parsed:
-                values: dict[str, Any] = {
-                    "description": desc,
-                    "max_failures": maxf,
-                    **what_columns(what),
-                    **schedule_columns(sched),
-                    "schedule_anchor": to_db(sched.start or now),
-                    "updated": to_db(now),
-                }
-                intent = Intent.DISABLED if dis else Intent.ENABLED
-                nxt = first_run(sched, now)
-                phase = "ENABLED" if nxt else "FINISHED"
-                values.update(
-                    intent=intent.value,
-                    phase=phase,
-                    next_run=to_db(nxt),
-                )
+            for item in parsed:
+                name = item[0]
+                values = self._import_values(item, now, held=False)
                 if name in existing:
                     job = existing[name]
                     row = self._lock(conn, job.id)
                     if row.remove_requested:
                         raise removal_pending(name)
                     values["status"] = derive_status(
-                        intent=intent,
+                        intent=Intent(values["intent"]),
                         broken=bool(row.broken),
                         running=bool(row.running),
-                        phase=phase,
+                        phase=values["phase"],
                     ).value
                     conn.execute(
                         update(self.job_table).where(self.job_table.c.id == job.id).values(**values)
                     )
                     changed += 1
                 else:
-                    values.update(
-                        owner=self.owner,
-                        name=name,
-                        status=derive_status(
-                            intent=intent, broken=False, running=False, phase=phase
-                        ).value,
-                        running=False,
-                        broken=False,
-                        failures=0,
-                        cycles=0,
-                        run_now=False,
-                        abort_requested=False,
-                        total_time=0.0,
-                        created=to_db(now),
-                    )
-                    conn.execute(insert(self.job_table).values(**values))
+                    if name in new_ids:  # held until its routines existed: released now
+                        conn.execute(
+                            update(self.job_table)
+                            .where(self.job_table.c.id == new_ids[name])
+                            .values(next_run=values["next_run"])
+                        )
                     created += 1
+        for jid, want in keep.items():
+            if jid not in new_ids.values():
+                self._drop_routines(jid, keep=want)
         return created, changed
+
+    def _import_values(
+        self, item: tuple[str, What, Schedule, str, int, bool], now: datetime, *, held: bool = True
+    ) -> dict[str, Any]:
+        """The columns an imported job's row gets (with ``held``: a new row, next_run NULL
+        on MySQL/MariaDB until its routines exist)."""
+        name, what, sched, desc, maxf, dis = item
+        intent = Intent.DISABLED if dis else Intent.ENABLED
+        nxt = first_run(sched, now)
+        phase = "ENABLED" if nxt else "FINISHED"
+        values: dict[str, Any] = {
+            "description": desc,
+            "max_failures": maxf,
+            **what_columns(what),
+            **schedule_columns(sched),
+            "schedule_anchor": to_db(sched.start or now),
+            "updated": to_db(now),
+            "intent": intent.value,
+            "phase": phase,
+            "next_run": to_db(nxt),
+        }
+        if not held:
+            return values
+        if self._owns_routines:
+            values["next_run"] = None
+        values.update(
+            owner=self.owner,
+            name=name,
+            status=derive_status(intent=intent, broken=False, running=False, phase=phase).value,
+            running=False,
+            broken=False,
+            failures=0,
+            cycles=0,
+            run_now=False,
+            abort_requested=False,
+            total_time=0.0,
+            created=to_db(now),
+        )
+        return values
+
+    def _ids_by_name(self, names: list[str]) -> dict[str, int]:
+        """The ids of this account's jobs with these names."""
+        if not names:
+            return {}
+        t = self.job_table
+        with self.read() as conn:
+            rows = conn.execute(
+                select(t.c.name, t.c.id).where(t.c.owner == self.owner, t.c.name.in_(names))
+            ).all()
+        return {str(n): int(i) for n, i in rows}
 
     # ------------------------------------------------------------------ internals
 
@@ -1391,7 +1661,8 @@ class JobStore:
         if not self.sees_all:
             raise PermissionDenied(
                 f"pruning the run log needs an admin or runner account (roles "
-                f"{schema.ADMIN_ROLE}, {schema.RUNNER_ROLE}; docs/privileges.md); account "
+                f"{schema.admin_role(self.schema_name)}, {schema.runner_role(self.schema_name)}; "
+                "docs/privileges.md); account "
                 f"{self.owner!r} is an operator"
             )
         retention = Retention(
@@ -2131,6 +2402,31 @@ def _to_datetime(value: Any, expr: str) -> datetime | None:
         f"invalid --expr {expr!r}: it gave {value!r}, not a date-time; expected e.g. "
         "NOW() + INTERVAL 1 DAY (MySQL) or datetime(NOW(), '+1 day') (SQLite)"
     )
+
+
+def _sqlite_evaluate(conn: Connection, expr: str, now: datetime) -> Any:
+    """``SELECT (expr)`` on SQLite, bounded in size and in time (``EXPR_TIMEOUT``)."""
+    # A date needs a few bytes: cap text and blobs (randomblob(1e9) would
+    # take a gigabyte of memory) for this evaluation only.
+    raw: Any = conn.connection.dbapi_connection
+    old_limit = raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, EXPR_MAX_VALUE)
+    deadline = time.monotonic() + routines.EXPR_TIMEOUT
+    raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+    try:
+        with sqlite_now_override(now):
+            return conn.execute(text(f"SELECT ({expr})")).scalar()
+    finally:
+        raw.set_progress_handler(None, 0)
+        raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, old_limit)
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    """max_statement_time exceeded (MariaDB 1969), or SQLite's progress handler stopped it."""
+    orig = getattr(exc, "orig", None) or exc
+    args = getattr(orig, "args", ())
+    if args and args[0] == 1969:
+        return True
+    return isinstance(orig, sqlite3.OperationalError) and "interrupted" in str(orig)
 
 
 def sleep_until(deadline: float) -> None:

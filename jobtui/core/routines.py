@@ -1,0 +1,420 @@
+"""A job runs with its owner's rights: the owner's DEFINER routines (MySQL/MariaDB).
+
+At submit, change and import the owner's own session creates, in the jobtui
+database, ``SQL SECURITY DEFINER`` routines holding what the job runs:
+
+- ``call``/``sql``: PROCEDURE ``jobtui_w_<id>_<digest12>(IN a1 TEXT, ...)``
+  whose body is ``BEGIN [SET ROLE `r`;] CALL `s`.`p`(a1, ...); END`` or the
+  job's one statement. The runner calls it with the row's arguments bound.
+- ``expr`` schedules: FUNCTION ``jobtui_x_<id>_<digest12>() RETURNS
+  DATETIME(6)`` whose body is ``BEGIN [SET ROLE `r`;] RETURN (<expr>); END``,
+  evaluated under ``max_statement_time`` (``EXPR_TIMEOUT``).
+
+``r`` is the creating session's CURRENT_ROLE(): MariaDB does not activate a
+definer's default role inside a DEFINER routine. ``digest12`` covers the
+definition and the role, so a change creates the new routine before the row
+names it and drops the old one after.
+
+Before running, the runner checks every routine of a batch in one query on
+``mysql.proc`` (``verify``): it exists, is SQL SECURITY DEFINER, its definer
+is the job's owner exactly, and its body is the one the row's definition
+implies. Nothing else is trusted: a row changed through the view names a
+routine that does not exist, and only the owner can create routines whose
+definer is the owner. docs/privileges.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
+
+from jobtui.core.errors import InvalidInput
+from jobtui.core.model import Job, Schedule, What, quote_identifier, split_procedure
+
+PROC_PREFIX = "jobtui_w_"
+FUNC_PREFIX = "jobtui_x_"
+EXPR_TIMEOUT = 2.0  # seconds an expr schedule's evaluation may take (max_statement_time)
+PROCEDURE = "PROCEDURE"
+FUNCTION = "FUNCTION"
+_ROLE_PREFIX = re.compile(r"BEGIN SET ROLE (`(?:[^`]|``)+`); ")
+# Errors that mean "this account may not" on mysql.proc
+_DENIED = {1044, 1142, 1143, 1227}
+
+
+class RoutineRefused(Exception):
+    """The job's routine does not prove that it is the owner's own definition.
+
+    ``runner_side``: the runner could not check it (its account lacks SELECT on
+    mysql.proc): not the job's fault.
+    """
+
+    def __init__(self, message: str, *, runner_side: bool = False) -> None:
+        super().__init__(message)
+        self.runner_side = runner_side
+
+
+@dataclass(frozen=True)
+class Routine:
+    """One routine a job needs: its type, name, parameters and body."""
+
+    type: str  # PROCEDURE | FUNCTION
+    name: str
+    params: str
+    body: str
+
+    def create_sql(self) -> str:
+        if self.type == PROCEDURE:
+            return (
+                f"CREATE PROCEDURE {quote_identifier(self.name)}({self.params}) "
+                f"SQL SECURITY DEFINER {self.body}"
+            )
+        return (
+            f"CREATE FUNCTION {quote_identifier(self.name)}() RETURNS DATETIME(6) "
+            f"NOT DETERMINISTIC READS SQL DATA SQL SECURITY DEFINER {self.body}"
+        )
+
+    def drop_sql(self) -> str:
+        return f"DROP {self.type} IF EXISTS {quote_identifier(self.name)}"
+
+
+def quote_role(role: str) -> str:
+    return "`" + role.replace("`", "``") + "`"
+
+
+def _unquote_role(quoted: str) -> str:
+    return quoted[1:-1].replace("``", "`")
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
+
+
+def _prelude(role: str | None) -> str:
+    return "BEGIN " if role is None else f"BEGIN SET ROLE {quote_role(role)}; "
+
+
+def for_what(job_id: int, what: What, role: str | None) -> Routine | None:
+    """The PROCEDURE a ``call``/``sql`` job runs (None for actions)."""
+    if what.kind not in ("call", "sql"):
+        return None
+    return _for_what(int(job_id), what, role)
+
+
+@functools.lru_cache(maxsize=16384)  # the runner checks the same jobs again and again
+def _for_what(job_id: int, what: What, role: str | None) -> Routine:
+    if what.kind == "call":
+        schema_name, proc = split_procedure(what.target)
+        names = [f"a{i}" for i in range(1, len(what.args) + 1)]
+        statement = (
+            f"CALL {quote_identifier(schema_name)}.{quote_identifier(proc)}({', '.join(names)})"
+        )
+        params = ", ".join(f"IN {n} TEXT" for n in names)
+    else:
+        statement, params = what.target, ""
+    digest = _digest(what.kind, what.target, len(what.args), role)
+    return Routine(
+        PROCEDURE,
+        f"{PROC_PREFIX}{int(job_id)}_{digest}",
+        params,
+        f"{_prelude(role)}{statement}; END",
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def for_expr(job_id: int, expr: str, role: str | None) -> Routine:
+    """The FUNCTION that evaluates an expr schedule."""
+    digest = _digest("expr", expr, role)
+    return Routine(
+        FUNCTION,
+        f"{FUNC_PREFIX}{int(job_id)}_{digest}",
+        "",
+        f"{_prelude(role)}RETURN ({expr}); END",
+    )
+
+
+def wanted(job_id: int, what: What, schedule: Schedule, role: str | None) -> list[Routine]:
+    """Every routine a job with this definition needs."""
+    found = []
+    proc = for_what(job_id, what, role)
+    if proc is not None:
+        found.append(proc)
+    if schedule.kind == "expr" and schedule.expr is not None:
+        found.append(for_expr(job_id, schedule.expr, role))
+    return found
+
+
+def qualified(schema_name: str, name: str) -> str:
+    return f"{quote_identifier(schema_name)}.{quote_identifier(name)}"
+
+
+def call_statement(schema_name: str, name: str, nargs: int) -> str:
+    """``CALL `db`.`jobtui_w_…`(%s, …)`` (PyMySQL paramstyle: the arguments stay bound)."""
+    return f"CALL {qualified(schema_name, name)}({', '.join(['%s'] * nargs)})"
+
+
+# ---------------------------------------------------------------------- the owner's session
+
+
+def scalar(conn: Connection, sql: str) -> Any:
+    """The first column of the first row of ``sql``, sent as it is (no parameters, so the
+    driver leaves its % signs alone)."""
+    raw = conn.connection.dbapi_connection
+    assert raw is not None
+    cur = raw.cursor()
+    try:
+        cur.execute(sql)
+        row = cur.fetchone()
+        while cur.nextset():
+            pass
+        return None if row is None else row[0]
+    except conn.dialect.loaded_dbapi.Error as exc:
+        # as SQLAlchemy would raise it, so callers handle one kind of error
+        raise DBAPIError.instance(sql, None, exc, conn.dialect.loaded_dbapi.Error) from exc
+    finally:
+        cur.close()
+
+
+def current_role(conn: Connection) -> str | None:
+    role = conn.exec_driver_sql("SELECT CURRENT_ROLE()").scalar()
+    return None if role is None else str(role)
+
+
+def install(conn: Connection, routines: Iterable[Routine]) -> list[Routine]:
+    """CREATE the routines that do not exist yet; returns those created.
+
+    On an error the ones created here are dropped again and InvalidInput
+    carries the server's reason. DDL commits by itself: call outside a
+    transaction of the caller's.
+    """
+    routines = list(routines)
+    mine = own(conn, routines)
+    created: list[Routine] = []
+    raw = conn.connection.dbapi_connection
+    assert raw is not None
+    cur = raw.cursor()
+    try:
+        for routine in routines:
+            key = (routine.type, routine.name.lower())
+            if mine.get(key) is True:
+                continue  # already there, as it should be
+            try:
+                if key in mine:  # the owner's, but not what it should be: made again
+                    cur.execute(routine.drop_sql())
+                cur.execute(routine.create_sql())  # no parameters: % and ? stay as they are
+            except Exception as exc:
+                with contextlib.suppress(DBAPIError):  # the refusal is what matters here
+                    drop(conn, created)
+                raise InvalidInput(
+                    f"the database refused to create the job's {routine.type.lower()} "
+                    f"{routine.name} in the owner's session ({_reason(exc)}); the job "
+                    "runs as that routine, with the owner's rights, so the owner needs "
+                    "CREATE ROUTINE on the jobtui database (`jobtui grant`) and a statement "
+                    "that a stored procedure may hold"
+                ) from None
+            created.append(routine)
+    finally:
+        cur.close()
+    return created
+
+
+def own(conn: Connection, routines: Sequence[Routine]) -> dict[tuple[str, str], bool]:
+    """Which of ``routines`` exist in the current database with this session's account as
+    definer (information_schema shows a definer its own routines), and whether each is
+    exactly as it should be."""
+    if not routines:
+        return {}
+    names = sorted({r.name for r in routines})
+    marks = ", ".join(["%s"] * len(names))
+    rows = conn.exec_driver_sql(
+        "SELECT ROUTINE_TYPE, ROUTINE_NAME, ROUTINE_DEFINITION, SECURITY_TYPE FROM "
+        "information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND DEFINER = "
+        f"CURRENT_USER() AND ROUTINE_NAME IN ({marks})",
+        tuple(names),
+    ).all()
+    bodies = {(str(t), str(n).lower()): (d, s) for t, n, d, s in rows}
+    return {
+        (r.type, r.name.lower()): bodies[(r.type, r.name.lower())] == (r.body, "DEFINER")
+        for r in routines
+        if (r.type, r.name.lower()) in bodies
+    }
+
+
+def drop(conn: Connection, routines: Iterable[Routine]) -> None:
+    for routine in routines:
+        conn.exec_driver_sql(routine.drop_sql())  # validated names: no % to format
+
+
+def drop_stale(
+    conn: Connection,
+    job_id: int,
+    keep: Iterable[Routine] = (),
+    *,
+    types: Iterable[str] | None = None,
+) -> list[str]:
+    """Drop the job's routines (``jobtui_[wx]_<id>_*``, of ``types``: both by default)
+    other than ``keep``.
+
+    Only routines this account may drop go (its own; an admin's ALTER ROUTINE
+    on the database covers every owner's); the others are left, and named in
+    the result. They are harmless: a job runs only a routine that matches it.
+    """
+    kept = {(r.type, r.name.lower()) for r in keep}
+    rows = conn.exec_driver_sql(
+        "SELECT ROUTINE_TYPE, ROUTINE_NAME FROM information_schema.ROUTINES "
+        "WHERE ROUTINE_SCHEMA = DATABASE() AND (ROUTINE_NAME LIKE %s OR ROUTINE_NAME LIKE %s)",
+        (_like(PROC_PREFIX, job_id), _like(FUNC_PREFIX, job_id)),
+    ).all()
+    left = []
+    wanted_types = {PROCEDURE, FUNCTION} if types is None else set(types)
+    for rtype, name in rows:
+        if (str(rtype), str(name).lower()) in kept or str(rtype) not in wanted_types:
+            continue
+        try:
+            drop(conn, [Routine(str(rtype), str(name), "", "")])
+        except DBAPIError:
+            left.append(str(name))
+    return left
+
+
+def _like(prefix: str, job_id: int) -> str:
+    """``jobtui\\_w\\_12\\_%``: the routines of job 12 (``_`` is a LIKE wildcard)."""
+    return f"{prefix}{int(job_id)}_".replace("_", "\\_") + "%"
+
+
+def _reason(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None) or exc
+    args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
+    if len(args) >= 2 and isinstance(args[0], int):
+        return f"({args[0]}) {str(args[1]).splitlines()[0]}"
+    return str(orig).splitlines()[0] if str(orig) else type(orig).__name__
+
+
+# ---------------------------------------------------------------------- the runner's check
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The routine to run for a job, or why none may run."""
+
+    name: str | None
+    problem: str | None
+    runner_side: bool = False  # the runner could not check (not the job's fault)
+
+
+def verify(
+    conn: Connection, schema_name: str, jobs: Sequence[Job], *, kind: str = PROCEDURE
+) -> dict[int, Verdict]:
+    """Check each job's routine of ``kind`` in one query on ``mysql.proc``.
+
+    PROCEDURE: the ``call``/``sql`` jobs' (others are left out of the result);
+    FUNCTION: the expr schedules'. A routine passes when it exists, is SQL
+    SECURITY DEFINER, its definer is the job's owner (user and host) and its
+    body is what the row's definition implies (any SET ROLE prefix: a definer
+    can only set roles granted to it).
+    """
+    if kind == PROCEDURE:
+        jobs = [j for j in jobs if j.what.kind in ("call", "sql")]
+        prefix = PROC_PREFIX
+    else:
+        jobs = [j for j in jobs if j.schedule.kind == "expr" and j.schedule.expr is not None]
+        prefix = FUNC_PREFIX
+    if not jobs:
+        return {}
+    likes = " OR ".join(["name LIKE %s"] * len(jobs))
+    raw = conn.connection.dbapi_connection
+    assert raw is not None
+    cur = raw.cursor()
+    try:
+        cur.execute(
+            "SELECT name, definer, security_type, param_list, body_utf8 FROM mysql.proc "
+            f"WHERE db = %s AND type = %s AND ({likes})",
+            (schema_name, kind, *(_like(prefix, j.id) for j in jobs)),
+        )
+        rows = cur.fetchall()
+    except conn.dialect.loaded_dbapi.Error as exc:
+        code = getattr(exc, "args", (None,))[0]
+        if code not in _DENIED:
+            raise DBAPIError.instance("verify", None, exc, conn.dialect.loaded_dbapi.Error) from exc
+        problem = (
+            "the runner cannot verify the job's routine: its account needs SELECT on "
+            "mysql.proc (`jobtui grant ACCOUNT --runner`, docs/privileges.md)"
+        )
+        return {j.id: Verdict(None, problem, runner_side=True) for j in jobs}
+    finally:
+        cur.close()
+    by_job: dict[int, list[tuple[Any, ...]]] = {}
+    for row in rows:
+        head = str(row[0])[len(prefix) :].split("_", 1)[0]
+        if head.isdigit():
+            by_job.setdefault(int(head), []).append(row)
+    return {j.id: _judge(j, schema_name, kind, by_job.get(j.id, [])) for j in jobs}
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", errors="replace")
+    return "" if value is None else str(value)
+
+
+def _expected(job: Job, kind: str, role: str | None) -> Routine | None:
+    if kind == PROCEDURE:
+        return for_what(job.id, job.what, role)
+    assert job.schedule.expr is not None
+    return for_expr(job.id, job.schedule.expr, role)
+
+
+def _judge(job: Job, schema_name: str, kind: str, rows: list[tuple[Any, ...]]) -> Verdict:
+    what = "--expr" if kind == FUNCTION else f"--{job.what.kind}"
+    fix = f"run `jobtui change {job.name} {what} …` as the owner ({job.owner})"
+    problems = []
+    for name, definer, security, params, body_raw in rows:
+        name, body = str(name), _text(body_raw)
+        match = _ROLE_PREFIX.match(body)
+        role = _unquote_role(match.group(1)) if match else None
+        expected = _expected(job, kind, role)
+        if expected is None or expected.name.lower() != name.lower():
+            continue  # another definition's routine (the row changed, or a change is under way)
+        label = f"{kind.lower()} {qualified(schema_name, name)}"
+        if str(definer) != job.owner:
+            problems.append(
+                f"{label} was created by {definer!s}, not by the job's owner {job.owner}: "
+                f"refused; {fix}"
+            )
+        elif str(security) != "DEFINER":
+            problems.append(f"{label} is not SQL SECURITY DEFINER: refused; {fix}")
+        elif body != expected.body or _text(params) != expected.params:
+            problems.append(
+                f"{label} does not hold the job's definition (it was changed outside "
+                f"jobtui): refused; {fix}"
+            )
+        else:
+            return Verdict(name, None)
+    if problems:
+        return Verdict(None, problems[0])
+    routine, prefix = ("function", FUNC_PREFIX) if kind == FUNCTION else ("procedure", PROC_PREFIX)
+    return Verdict(
+        None,
+        f"the job's {routine} `{schema_name}`.`{prefix}{job.id}_…` that matches its definition "
+        "does not exist: it was dropped, or the job was changed outside jobtui (e.g. through "
+        f"the view); {fix}",
+    )
+
+
+def check(verdict: Verdict | None) -> str:
+    """The routine's name, or RoutineRefused with the reason."""
+    if verdict is None:
+        raise RoutineRefused("the job's routine was not verified before the run")
+    if verdict.name is None:
+        raise RoutineRefused(
+            verdict.problem or "the job's routine was refused", runner_side=verdict.runner_side
+        )
+    return verdict.name
