@@ -25,6 +25,7 @@ definer is the owner. docs/privileges.md.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -210,7 +211,8 @@ def install(conn: Connection, routines: Iterable[Routine]) -> list[Routine]:
                     cur.execute(routine.drop_sql())
                 cur.execute(routine.create_sql())  # no parameters: % and ? stay as they are
             except Exception as exc:
-                drop(conn, created)
+                with contextlib.suppress(DBAPIError):  # the refusal is what matters here
+                    drop(conn, created)
                 raise InvalidInput(
                     f"the database refused to create the job's {routine.type.lower()} "
                     f"{routine.name} in the owner's session ({_reason(exc)}); the job "
