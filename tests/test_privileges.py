@@ -384,3 +384,56 @@ def test_privilege_check_bench_smoke() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("verify one job's routine ") and "(n=5)" in proc.stdout
+
+
+def test_roles_belong_to_one_jobtui_database(
+    server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An operator of one jobtui database is not thereby an operator of another one on
+    the same server: bob is made an operator of a second database, alice (an operator
+    of the first) reaches nothing there, and bob's role there is not alice's."""
+    other = f"{server.database}_two"
+    other_url = server.url.rsplit("/", 1)[0] + "/" + other
+    root = admin_connection()
+    try:
+        with root.cursor() as cur:
+            cur.execute(f"CREATE DATABASE `{other}`")
+        assert main(["--db", other_url, "init"]) == 0
+        assert main(["--db", other_url, "grant", server.names["bob"], "--operator", "--apply"]) == 0
+        capsys.readouterr()
+        with root.cursor() as cur:
+            cur.execute(f"SHOW GRANTS FOR `{schema.role_name('operator', other)}`")
+            other_grants = " ".join(r[0] for r in cur.fetchall())
+            cur.execute(f"SHOW GRANTS FOR `{schema.role_name('operator', server.database)}`")
+            first_grants = " ".join(r[0] for r in cur.fetchall())
+        assert f"`{other}`" in other_grants and f"`{other}`" not in first_grants
+        # bob works on the second database; alice is refused there by the server
+        bob_url = other_url.replace(
+            "://root@", f"://{server.names['bob']}:{server.accounts['bob']}@"
+        )
+        code, _, err = _cli(capsys, bob_url, "submit", "b2", "--sql", "DO 1", "--every", "60")
+        assert code == 0, err
+        alice = server.raw("alice")
+        try:
+            with alice.cursor() as cur:
+                for statement in (
+                    f"SELECT COUNT(*) FROM `{other}`.`jobtui_user_job`",
+                    f"INSERT INTO `{other}`.`jobtui_user_job` (name) VALUES ('x')",
+                    f"SELECT COUNT(*) FROM `{other}`.`jobtui_runner`",
+                ):
+                    with pytest.raises(pymysql.err.OperationalError) as refused:
+                        cur.execute(statement)
+                    assert refused.value.args[0] in (1142, 1044), statement
+        finally:
+            alice.close()
+        alice_url = other_url.replace(
+            "://root@", f"://{server.names['alice']}:{server.accounts['alice']}@"
+        )
+        code, out, err = _cli(capsys, alice_url, "list")
+        assert code in (1, 2) and "b2" not in out
+    finally:
+        with root.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{other}`")
+            for kind in ("operator", "admin", "runner"):
+                cur.execute(f"DROP ROLE IF EXISTS `{schema.role_name(kind, other)}`")
+        root.close()
