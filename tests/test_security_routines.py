@@ -258,34 +258,59 @@ def _create_as(server: Server, key: str, routine: routines.Routine) -> None:
         conn.close()
 
 
+def _function_as(server: Server, key: str, ddl: str) -> None:
+    """``key``'s own session creates a helper function in the jobtui database."""
+    conn = server.raw(key)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(ddl)
+    finally:
+        conn.close()
+
+
 def test_an_expression_reading_other_owners_jobs_leaks_nothing(server: Server) -> None:
-    """Repro 3: an expression with a subquery on jobtui_job, set through the view (with
-    a matching function made by hand, so the runner does evaluate it), runs as alice:
-    refused, the job goes to ERROR with the reason, next_run stays empty."""
+    """Repro 3: an expression that reads bob's what_target through an INVOKER function
+    (it passes the syntactic check), set through the view with a matching function made
+    by hand so that the runner does evaluate it, runs as alice: refused, the job goes to
+    ERROR with the reason, next_run stays empty. The same subquery written into the
+    expression itself is not even evaluated: the row check marks the job BROKEN."""
     db = server.database
     role = schema.operator_role(db)
     alice, bob = server.store("alice"), server.store("bob")
     try:
         bob.submit("bobs-job", What("sql", "SELECT 'bob secret'"), ONCE)
-        job = alice.submit(
-            "x", What("sql", "SELECT 1"), make_schedule("expr", expr="NOW() + INTERVAL 1 DAY")
+        daily = make_schedule("expr", expr="NOW() + INTERVAL 1 DAY")
+        job = alice.submit("x", What("sql", "SELECT 1"), daily)
+        inline = alice.submit("inline", What("sql", "SELECT 1"), daily)
+        _function_as(
+            server,
+            "alice",
+            "CREATE FUNCTION leak_len() RETURNS INT SQL SECURITY INVOKER READS SQL DATA "
+            f"RETURN (SELECT LENGTH(what_target) FROM `{db}`.jobtui_job WHERE name = 'bobs-job')",
         )
-        leak = (
-            f"NOW() + INTERVAL (SELECT LENGTH(what_target) FROM `{db}`.jobtui_job "
-            "WHERE name = 'bobs-job') SECOND"
-        )
-        with pytest.raises(InvalidInput):  # and jobtui itself refuses it at submit
+        leak = f"NOW() + INTERVAL `{db}`.leak_len() SECOND"
+        with pytest.raises(InvalidInput):  # jobtui itself refuses it at change (as alice)
             alice.change("x", expr=leak)
         _set_through_view(server, "alice", job.id, schedule_expr=leak)
         _create_as(server, "alice", routines.for_expr(job.id, leak, role))
+        subquery = (
+            f"NOW() + INTERVAL (SELECT LENGTH(what_target) FROM `{db}`.jobtui_job "
+            "WHERE name = 'bobs-job') SECOND"
+        )
+        _set_through_view(server, "alice", inline.id, schedule_expr=subquery)
         with _runner(server):
             run = _wait_run(alice, "x")
+            assert wait_for(lambda: alice.get("inline").broken, 10)
         assert run.outcome is Outcome.FAILED  # type: ignore[attr-defined]
         assert "SELECT command denied" in run.error  # type: ignore[attr-defined]
         assert "jobtui_job" in run.error  # type: ignore[attr-defined]
         job = alice.get("x")
         assert job.phase == "ERROR" and job.next_run is None
         assert "expression failed" in (job.last_error or "")
+        inline_job = alice.get("inline")
+        assert "'SELECT' is not allowed" in (inline_job.broken_reason or "")
+        assert _finished_runs(alice, "inline") == []  # never evaluated, never run
+        assert "bob secret" not in repr(alice.runs("x")) + repr(alice.list_jobs())
     finally:
         alice.close()
         bob.close()
@@ -295,21 +320,31 @@ def test_an_expression_reading_other_owners_jobs_leaks_nothing(server: Server) -
 
 
 def test_a_slow_expression_is_cut_off_and_others_stay_on_time(server: Server) -> None:
-    """Repro 4: NOW() + INTERVAL SLEEP(15) SECOND set through the view. With a matching
-    function made by alice, it is cut off after EXPR_TIMEOUT; without, refused at once.
-    Either way the job is in ERROR with the reason within seconds, and bob's job keeps
-    running on a one-thread pool."""
+    """Repro 4: a slow expression set through the view. ``SLEEP`` written into it is
+    never evaluated (the row check marks the job BROKEN); a slow function that passes the
+    check is cut off after EXPR_TIMEOUT when alice made a matching routine by hand, and
+    refused at once without one. Either way the job is in ERROR with the reason within
+    seconds, and bob's job keeps running on a one-thread pool."""
     db = server.database
     role = schema.operator_role(db)
-    slow = "NOW() + INTERVAL SLEEP(15) SECOND"
+    _function_as(
+        server,
+        "alice",
+        "CREATE FUNCTION slow15() RETURNS INT SQL SECURITY INVOKER NO SQL RETURN SLEEP(15)",
+    )
+    slow = f"NOW() + INTERVAL `{db}`.slow15() SECOND"
     alice, bob = server.store("alice"), server.store("bob")
     try:
         bob.submit("tick", What("sql", "SELECT 1"), make_schedule("every", every=1))
         daily = make_schedule("expr", expr="NOW() + INTERVAL 1 DAY")
         cut = alice.submit("cut", What("sql", "SELECT 1"), daily)
         refused = alice.submit("refused", What("sql", "SELECT 1"), daily)
+        literal = alice.submit("literal", What("sql", "SELECT 1"), daily)
         for job in (cut, refused):
             _set_through_view(server, "alice", job.id, schedule_expr=slow)
+        _set_through_view(
+            server, "alice", literal.id, schedule_expr="NOW() + INTERVAL SLEEP(15) SECOND"
+        )
         _create_as(server, "alice", routines.for_expr(cut.id, slow, role))
         t0 = time.monotonic()
         with _runner(server, threads=1):
@@ -325,6 +360,9 @@ def test_a_slow_expression_is_cut_off_and_others_stay_on_time(server: Server) ->
             assert reason in (job.last_error or ""), job.last_error
             [run] = _finished_runs(alice, name)
             assert run.outcome is Outcome.FAILED and reason in (run.error or "")
+        literal_job = alice.get("literal")
+        assert literal_job.broken and "'SLEEP' is not allowed" in (literal_job.broken_reason or "")
+        assert _finished_runs(alice, "literal") == []
         assert ticks_after - ticks_before >= 2  # bob's job kept its slots
         ok = [r for r in _finished_runs(bob, "tick") if r.outcome is Outcome.OK]
         assert len(ok) >= 3
