@@ -15,6 +15,9 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings as hypothesis_settings
 
+from jobtui.core import claims
+from jobtui.core.db import make_engine
+from jobtui.core.runner import RunnerPool
 from jobtui.core.store import JobStore, open_store
 
 # tests/accounts.py: the `server` fixture of real operator, admin and runner accounts.
@@ -136,3 +139,15 @@ def store(db_url) -> Iterator[JobStore]:  # type: ignore[no-untyped-def]
         yield s
     finally:
         s.close()
+
+
+@pytest.fixture
+def pool(store: JobStore) -> Iterator[RunnerPool]:
+    """A pool with its engine and schema set up, but no threads: claims are driven by hand."""
+    p = RunnerPool(store, threads=1, poll=0.2, name="batch", lead=0.0)
+    p._engine = make_engine(store.url, pool_size=4)
+    if p.mysql:
+        with p.engine.connect() as conn:
+            p._schema = claims.current_schema(conn)
+    yield p
+    p.engine.dispose()

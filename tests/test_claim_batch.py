@@ -6,7 +6,6 @@ the test drives one worker's claim, execution and recording itself."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -26,18 +25,6 @@ from jobtui.core.runner import RunnerPool, _Session
 from jobtui.core.schedules import make_schedule
 from jobtui.core.store import JobStore
 from jobtui.core.timeutil import to_db, utcnow
-
-
-@pytest.fixture
-def pool(store: JobStore) -> Iterator[RunnerPool]:
-    """A pool with its engine and schema set up, but no threads: claims are driven by hand."""
-    p = RunnerPool(store, threads=1, poll=0.2, name="batch", lead=0.0)
-    p._engine = make_engine(store.url, pool_size=4)
-    if p.mysql:
-        with p.engine.connect() as conn:
-            p._schema = claims.current_schema(conn)
-    yield p
-    p.engine.dispose()
 
 
 def make_jobs(store: JobStore, n: int, *, due_ago: float = 0.5) -> list[int]:

@@ -20,7 +20,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from itertools import count
 from pathlib import Path
@@ -139,18 +139,6 @@ def within(seconds: float, fn: Callable[[], Any]) -> Any:
     if error:
         raise error[0]
     return result[0]
-
-
-@pytest.fixture
-def pool(store: JobStore) -> Iterator[RunnerPool]:
-    """A pool without threads: claims are driven by hand (as in test_claim_batch)."""
-    p = RunnerPool(store, threads=1, poll=0.2, name="rows", lead=0.0)
-    p._engine = make_engine(store.url, pool_size=4)
-    if p.mysql:
-        with p.engine.connect() as conn:
-            p._schema = claims.current_schema(conn)
-    yield p
-    p.engine.dispose()
 
 
 def due_now(store: JobStore, ids: list[int]) -> None:

@@ -17,6 +17,7 @@ from accounts import Server
 from conftest import admin_connection
 from procs import wait_for
 from sqlalchemy import text
+from test_runner import start_pool
 
 from jobtui.cli import main
 from jobtui.core import actions
@@ -42,15 +43,6 @@ def pools() -> Iterator[list[RunnerPool]]:
     yield started
     for pool in started:
         pool.stop(grace=0)
-
-
-def start_pool(pools: list[RunnerPool], store: JobStore, **kw: object) -> RunnerPool:
-    kw.setdefault("poll", POLL)
-    kw.setdefault("threads", 2)
-    pool = RunnerPool(store, **kw)  # type: ignore[arg-type]
-    pool.start()
-    pools.append(pool)
-    return pool
 
 
 def runs_of(store: JobStore, name: str) -> list:  # type: ignore[type-arg]

@@ -1939,14 +1939,8 @@ def _time(value: Any) -> datetime | _Unreadable | None:
 def _note(value: Any) -> datetime | None:
     """A bookkeeping time the runner rewrites at every run (this_run, runner_start ...):
     unreadable reads as None, it neither runs nor schedules anything."""
-    if value is None:
-        return None
-    if type(value) is datetime and value.tzinfo is None:
-        return datetime.combine(value.date(), value.time(), UTC)
-    try:
-        return from_db(value)
-    except (TypeError, ValueError, OverflowError, AttributeError):
-        return None
+    found = _time(value)
+    return None if found is _UNREADABLE else found  # type: ignore[return-value]
 
 
 # What and Schedule are frozen and made only from their own columns' raw values, so one
