@@ -40,8 +40,8 @@ from procs import Worker, wait_for
 from sqlalchemy import select
 
 from jobtui.core import schema
+from jobtui.core.bookkeeping import finish_values
 from jobtui.core.model import Intent, Job, Outcome, Status, What
-from jobtui.core.runner import finish_values
 from jobtui.core.schedules import make_schedule
 from jobtui.core.store import JobStore, open_store
 from jobtui.core.timeutil import from_db, utcnow
@@ -58,7 +58,7 @@ OPERATOR = r"""
 import json, random, sys, time
 from jobtui.core.errors import JobtuiError
 from jobtui.core.model import Intent, Job, Outcome, Status, What
-from jobtui.core.runner import finish_values
+from jobtui.core.bookkeeping import finish_values
 from jobtui.core.schedules import make_schedule
 from jobtui.core.store import open_store
 

@@ -18,10 +18,11 @@ from sqlalchemy import select, text, update
 from sqlalchemy.engine import make_url
 
 from jobtui.core import actions, schema
+from jobtui.core.bookkeeping import coalesce
 from jobtui.core.claims import lock_name
 from jobtui.core.errors import JobLocked
 from jobtui.core.model import Outcome, Status, What
-from jobtui.core.runner import RunnerPool, coalesce, process_alive, run_foreground
+from jobtui.core.runner import RunnerPool, process_alive, run_foreground
 from jobtui.core.schedules import make_schedule
 from jobtui.core.store import JobStore
 from jobtui.core.timeutil import to_db, utcnow
@@ -530,7 +531,7 @@ def _job(phase: str, **kw: object):  # type: ignore[no-untyped-def]
 
 
 def test_finish_values_follow_dbms_job_rules() -> None:
-    from jobtui.core.runner import finish_values
+    from jobtui.core.bookkeeping import finish_values
 
     t0 = utcnow()
     t1 = t0 + timedelta(seconds=2)

@@ -36,9 +36,10 @@ from procs import spawn, wait_for, worker_list
 from sqlalchemy import select, text, update
 
 from jobtui.core import claims, schema
+from jobtui.core.bookkeeping import coalesce
 from jobtui.core.db import make_engine
 from jobtui.core.model import Outcome, Status, What
-from jobtui.core.runner import RunnerPool, _Session, coalesce
+from jobtui.core.runner import RunnerPool, _Session
 from jobtui.core.schedules import make_schedule, next_slot
 from jobtui.core.store import JobStore, open_store
 from jobtui.core.timeutil import to_db, utcnow

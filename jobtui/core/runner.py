@@ -35,19 +35,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from croniter import croniter
 from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from jobtui.core import batchsql, claims, executor, routines, schema
+from jobtui.core import batchsql, bookkeeping, claims, executor, routines, schema
 from jobtui.core.db import make_engine, mask_text, reset_mysql_session
 from jobtui.core.errors import InvalidInput, JobLocked, JobtuiError
-from jobtui.core.model import Intent, Job, Outcome, Schedule, Status
-from jobtui.core.schedules import check_tz, checked_interval, next_slot
+from jobtui.core.model import Intent, Job, Outcome, Status
+from jobtui.core.schedules import next_slot
 from jobtui.core.store import JobStore, Retention, job_from_row, translate_db_error
 from jobtui.core.timeutil import Clock, aware, from_db, iso, to_db
-from jobtui.core.transitions import PHASES, derive_status, is_due_for_schedule, retry_time
+from jobtui.core.transitions import PHASES, derive_status, is_due_for_schedule
 
 log = logging.getLogger("jobtui.runner")
 
@@ -65,8 +64,6 @@ DEFAULT_LEAD = 0.25  # seconds: a slot due this soon is claimed now and executed
 RECHECK_COLUMNS = ("id", "intent", "broken", "abort_requested", "remove_requested")
 BURST_WAIT = 0.2  # seconds: the longest a batch's recording waits for a slot's other batches
 SHORT_RUN = 0.1  # seconds: a job whose last run took less may be batched
-MAX_ERROR_LENGTH = 8000
-MAX_COALESCE_STEPS = 10_000
 RECONNECT_CAP = 5.0
 PRUNE_MAX_BATCHES = 20  # per housekeeping pass; the rest goes in the next one
 
@@ -513,12 +510,12 @@ class RunnerPool:
                 row.locked_by
                 and row.locked_by != self.runner_id
                 and row.locked_until is not None
-                and (_row_time(row.locked_until) or now) > now
+                and (bookkeeping.row_time(row.locked_until) or now) > now
             ):
                 continue  # SQLite lease held by another runner
             # A next_run that is no date (a zero date written through the view) sorts
             # first in SQL: due now, and the claim finds the row's problem.
-            nxt = _row_time(row.next_run, now)
+            nxt = bookkeeping.row_time(row.next_run, now)
             duration = row.last_duration
             if type(duration) in (float, int) and 0.0 <= duration < SHORT_RUN:
                 short[jid] = float(duration)
@@ -913,7 +910,7 @@ class RunnerPool:
                     job = job_from_row(row)
                     if job.problem is None or job.running:
                         continue  # fixed meanwhile, or claimed by another pool since
-                    reason = job.problem[:MAX_ERROR_LENGTH]
+                    reason = job.problem[: bookkeeping.MAX_ERROR_LENGTH]
                     marked.append((job.id, job.name, reason))
                     if row.broken and row.broken_reason == reason and not row.run_now:
                         continue  # marked before (a pool with a stale view of the row)
@@ -1111,7 +1108,7 @@ class RunnerPool:
             not self.mysql
             and row.locked_by
             and row.locked_by != self.runner_id
-            and (_row_time(row.locked_until) or now) > now
+            and (bookkeeping.row_time(row.locked_until) or now) > now
         ):
             return None
         next_run = job.next_run
@@ -1129,13 +1126,13 @@ class RunnerPool:
         if not due and not row.run_now:
             return None
         sched = job.schedule
-        anchor = _anchor(job)
+        anchor = bookkeeping.anchor(job)
         skipped = 0
         first = next_run
         expr_error = None
         if due:
             assert first is not None
-            slot, skipped = coalesce(sched, first, at, anchor)
+            slot, skipped = bookkeeping.coalesce(sched, first, at, anchor)
             if sched.kind in ("every", "cron"):
                 nxt = next_slot(sched, max(at, slot), anchor)
             elif sched.kind == "once":
@@ -1249,7 +1246,7 @@ class RunnerPool:
             if job.problem is not None:
                 return  # the next claim marks it BROKEN
             if job.schedule.kind in ("every", "cron") and job.next_run is not None:
-                nxt = next_slot(job.schedule, max(now, job.next_run), _anchor(job))
+                nxt = next_slot(job.schedule, max(now, job.next_run), bookkeeping.anchor(job))
                 phase = row.phase if nxt is not None else "FINISHED"
             else:
                 nxt, phase = None, "FINISHED"
@@ -1372,7 +1369,7 @@ class RunnerPool:
         items = []
         for run, outcome, error, finished in done:
             if error is not None:
-                error = mask_text(error)[:MAX_ERROR_LENGTH]
+                error = mask_text(error)[: bookkeeping.MAX_ERROR_LENGTH]
             items.append((run, outcome, error, finished))
         session = items[0][0].session
         names = ", ".join(run.job.name for run, *_ in items)
@@ -1534,7 +1531,7 @@ class RunnerPool:
         the locked row is not ours any more."""
         if row is None or job is None or not row.running or row.runner_id != self.runner_id:
             return None  # removed, or reaped while we were away: the row is not ours now
-        values = finish_values(
+        values = bookkeeping.finish_values(
             job,
             row.phase,
             outcome=outcome,
@@ -1891,140 +1888,6 @@ def _run_update_stmt() -> Any:
         )
         _statements["run"] = stmt
     return stmt
-
-
-def _anchor(job: Job) -> datetime:
-    return job.anchor or job.schedule.start or job.created
-
-
-def _row_time(value: Any, unreadable: datetime | None = None) -> datetime | None:
-    """A time column read without the Job (the scheduler's query): ``from_db``, but a
-    value that is no date (a zero date, text) gives ``unreadable`` instead of raising."""
-    try:
-        return from_db(value)
-    except (TypeError, ValueError, OverflowError, AttributeError):
-        return unreadable
-
-
-def coalesce(
-    schedule: Schedule, first: datetime, now: datetime, anchor: datetime
-) -> tuple[datetime, int]:
-    """The slot to run now and how many earlier due slots it swallows.
-
-    ``first`` is the job's next_run (due). Every later slot that is also due
-    by ``now`` means ``first`` and those before the latest were missed: one
-    run covers the latest, and the others are logged as one skipped row.
-    """
-    if schedule.kind not in ("every", "cron"):
-        return first, 0
-    latest, skipped = first, 0
-    if schedule.kind == "every":
-        every = checked_interval(schedule.every)  # never a spin on a hand-written interval
-        # jump straight to the last grid slot at or before now
-        grid = aware(schedule.start or anchor)
-        if now >= grid and latest >= grid:
-            k_now = int((now - grid).total_seconds() // every)
-            k_first = int((latest - grid).total_seconds() // every)
-            if k_now - k_first > 2:
-                cand = next_slot(schedule, grid + timedelta(seconds=(k_now - 1) * every), anchor)
-                if cand is not None and latest < cand <= now:
-                    skipped = k_now - k_first
-                    latest = cand
-    for _ in range(MAX_COALESCE_STEPS):
-        nxt = next_slot(schedule, latest, anchor)
-        if nxt is None or nxt > now:
-            break
-        latest = nxt
-        skipped += 1
-    else:
-        # A very long gap (a per-second cron down for days): jump to the last slot
-        # before now instead of walking there; `skipped` is then a lower bound.
-        last = next_slot(schedule, _cron_prev(schedule, now) - timedelta(microseconds=1), anchor)
-        if last is not None and latest < last <= now:
-            latest = last
-            skipped += 1
-    return latest, skipped
-
-
-def _cron_prev(schedule: Schedule, now: datetime) -> datetime:
-    """The latest cron time at or before ``now`` (every schedules: ``now`` itself)."""
-    if schedule.kind != "cron" or schedule.cron is None:
-        return now
-    zone = check_tz(schedule.tz)
-    it = croniter(schedule.cron, (now + timedelta(microseconds=1)).astimezone(zone))
-    return aware(it.get_prev(datetime))
-
-
-def finish_values(
-    job: Job,
-    phase: str,
-    *,
-    outcome: Outcome,
-    error: str | None,
-    started: datetime,
-    finished: datetime,
-    manual: bool,
-    shutdown: bool = False,
-) -> dict[str, Any]:
-    """The job row's new state after a run (the seed's and DBMS_JOB's bookkeeping)."""
-    duration = max(0.0, (finished - started).total_seconds())
-    broken = job.broken
-    failures = job.failures
-    next_run = job.next_run
-    finished_db = to_db(finished)
-    values: dict[str, Any] = {
-        "running": False,
-        "this_run": None,
-        "runner_finish": finished_db,
-        "last_outcome": outcome.value,
-        "last_error": error,
-        "last_duration": duration,
-        "last_cycle_finish": finished_db,
-        "abort_requested": False,
-        "updated": finished_db,
-    }
-    # ABORTED on a scheduled run's row: an operator aborted while it ran (a scheduled
-    # run is never claimed in that phase) and it ended before the interrupt did. The
-    # abort still stops the schedule until resume/enable/run-now.
-    keep_phase = (manual and phase in ("FINISHED", "ABORTED")) or phase == "ABORTED"
-    if outcome is Outcome.OK:
-        failures = 0
-        broken = False
-        values.update(
-            broken_reason=None,
-            cycles=job.cycles + 1,
-            last_run=to_db(started),
-            total_time=job.total_time + duration,
-        )
-        if not keep_phase:
-            if phase == "ERROR" and job.schedule.kind in ("every", "cron"):
-                next_run = next_slot(job.schedule, finished, _anchor(job))
-                values["next_run"] = to_db(next_run)
-            phase = "FINISHED" if next_run is None else "SLEEPING"
-    elif outcome is Outcome.FAILED:
-        failures += 1
-        if failures >= job.max_failures:
-            broken = True
-            values["broken_reason"] = f"failed {failures} times in a row; last error: {error}"[
-                :MAX_ERROR_LENGTH
-            ]
-        if not keep_phase:
-            phase = "ERROR"
-            values["next_run"] = to_db(retry_time(failures, finished, next_run))
-    elif outcome is Outcome.ABORTED and not shutdown:
-        phase = "ABORTED"
-        values["run_now"] = False
-    elif outcome is Outcome.ABORTED and next_run is None and phase != "FINISHED" and not manual:
-        # A shutdown cut the only slot off (a once job) and rolled it back: run it
-        # again as soon as a runner is up, rather than leaving it with no next run.
-        values["next_run"] = finished_db
-    values.update(
-        failures=failures,
-        broken=broken,
-        phase=phase,
-        status=derive_status(intent=job.intent, broken=broken, running=False, phase=phase).value,
-    )
-    return values
 
 
 def process_alive(pid: int, *, since: datetime | None = None) -> bool:
