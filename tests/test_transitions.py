@@ -165,3 +165,16 @@ def test_retry_time_examples() -> None:
     assert retry_time(3, NOW, NOW + timedelta(hours=1)) == NOW + timedelta(minutes=4)
     # an every-30s job retries on its own next slot, not after a minute
     assert retry_time(1, NOW, NOW + timedelta(seconds=30)) == NOW + timedelta(seconds=30)
+
+
+def test_status_after_takes_written_values_over_the_current_row() -> None:
+    from types import SimpleNamespace
+
+    from jobtui.core.transitions import status_after
+
+    row = SimpleNamespace(intent="ENABLED", broken=0, running=1, phase="SLEEPING")
+    assert status_after(row, {}) == "RUNNING"
+    assert status_after(row, {"running": False}) == "SLEEPING"
+    assert status_after(row, {"running": False, "broken": True}) == "BROKEN"
+    assert status_after(row, {"running": 0, "intent": "PAUSED"}) == "PAUSED"
+    assert status_after(row, {"running": False, "phase": "FINISHED"}) == "FINISHED"

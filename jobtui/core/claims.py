@@ -20,13 +20,13 @@ import hashlib
 import hmac
 import logging
 import sqlite3
-from typing import Any
 
 from sqlalchemy import select, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from jobtui.core import schema
+from jobtui.core.dberrors import error_code
 from jobtui.core.errors import JobtuiError, PermissionDenied
 
 LOCK_PREFIX = "jobtui"
@@ -98,12 +98,6 @@ def lock_holder(conn: Connection, name: str) -> int | None:
     """The connection id holding the named lock, or None when it is free."""
     value = conn.execute(text("SELECT IS_USED_LOCK(:n)"), {"n": name}).scalar()
     return None if value is None else int(value)
-
-
-def error_code(exc: BaseException) -> int | None:
-    orig: Any = getattr(exc, "orig", None) or exc
-    args = getattr(orig, "args", ())
-    return args[0] if args and isinstance(args[0], int) else None
 
 
 def is_disconnect(exc: BaseException) -> bool:

@@ -38,6 +38,8 @@ from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateColumn
 
+from jobtui.core.dberrors import error_code
+
 SCHEMA_VERSION = 1
 
 
@@ -335,12 +337,6 @@ def views_digest() -> str:
 
 # MySQL error codes for "this account may not" (create views, read a table ...).
 PERMISSION_ERRORS = {1044, 1142, 1143, 1227, 1370}
-
-
-def error_code(exc: BaseException) -> int | None:
-    orig = getattr(exc, "orig", None) or exc
-    args = getattr(orig, "args", ())
-    return args[0] if args and isinstance(args[0], int) else None
 
 
 def ensure_schema(engine: Engine) -> None:

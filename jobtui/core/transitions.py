@@ -15,7 +15,9 @@ docs/architecture.md has the full table of transitions.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 from jobtui.core.model import Intent, Status
 
@@ -39,6 +41,22 @@ def derive_status(*, intent: str, broken: bool, running: bool, phase: str) -> St
         return Status.BROKEN
     # A phase outside PHASES (a row written by hand) never raises: such a job is BROKEN.
     return _PHASE_STATUS.get(phase, Status.BROKEN)
+
+
+def status_after(current: Any, values: Mapping[str, Any]) -> str:
+    """The ``status`` column once ``values`` are written over ``current`` (a job row or a
+    Job): intent, broken, running and phase from ``values`` where given, else as they are.
+    Every write that may move one of them sets status through this."""
+
+    def field(name: str) -> Any:
+        return values[name] if name in values else getattr(current, name)
+
+    return derive_status(
+        intent=field("intent"),
+        broken=bool(field("broken")),
+        running=bool(field("running")),
+        phase=field("phase"),
+    ).value
 
 
 def is_due_for_schedule(
