@@ -1666,7 +1666,7 @@ INTERVALS = {
 
 
 def test_interval_expressions(cstore: JobStore) -> None:
-    for i, (expr, expected) in enumerate(INTERVALS[cstore.backend]):
+    for i, (expr, expected) in enumerate(INTERVALS[cstore.backend.name]):
         assert cstore.evaluate_expr(expr, T0) == expected, expr
         job = cstore.submit(
             f"interval{i}", What("sql", "SELECT 1"), make_schedule("expr", expr=expr)

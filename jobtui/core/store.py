@@ -39,8 +39,9 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
-from jobtui.core import actions, builtin_actions, claims, routines, schema
+from jobtui.core import actions, bookkeeping, builtin_actions, claims, routines, schema
 from jobtui.core import rows as rows_
+from jobtui.core.backends import backend_for
 from jobtui.core.db import make_engine, mask_text, mask_url, resolve_url, sqlite_now_override
 from jobtui.core.errors import (
     DatabaseUnavailable,
@@ -310,7 +311,7 @@ class JobStore:
         self.clock = clock
         self.read_only = read_only
         self.url = url or engine.url.render_as_string(hide_password=False)
-        self.backend = "sqlite" if engine.dialect.name == "sqlite" else "mysql"
+        self.backend = backend_for(engine)
         self._owner: str | None = None
         self._owner_lock = threading.Lock()
         self._lock_key: str | None = None
@@ -328,7 +329,7 @@ class JobStore:
 
     @property
     def is_sqlite(self) -> bool:
-        return self.backend == "sqlite"
+        return self.backend.name == "sqlite"
 
     def close(self) -> None:
         self._drop_poller()
@@ -1199,7 +1200,7 @@ class JobStore:
         """The next slot strictly after now: for resume and broken-off (no burst)."""
         sched = job.schedule
         if sched.kind in ("every", "cron"):
-            nxt = next_slot(sched, now, self._anchor(job))
+            nxt = next_slot(sched, now, bookkeeping.anchor(job))
         elif sched.kind == "once":
             nxt = None if job.phase == "FINISHED" else job.next_run
             if nxt is not None and nxt < now:
@@ -1212,10 +1213,6 @@ class JobStore:
         if nxt is None:
             values["phase"] = "FINISHED"
         return values
-
-    @staticmethod
-    def _anchor(job: Job) -> datetime:
-        return job.anchor or job.schedule.start or job.created
 
     @_db_errors
     def evaluate_expr(
@@ -1306,7 +1303,7 @@ class JobStore:
             job.schedule,
             n,
             first=job.next_run,
-            anchor=self._anchor(job),
+            anchor=bookkeeping.anchor(job),
             finished=job.status is Status.FINISHED,
         )
 
@@ -1856,7 +1853,6 @@ _INTENTS = {i.value: i for i in Intent}
 _OUTCOMES = {o.value: o for o in Outcome}
 
 
-@lru_cache(maxsize=8)
 @lru_cache(maxsize=64)
 def job_fields_getter(
     keys: tuple[str, ...], *, partial: bool = False
@@ -2421,9 +2417,3 @@ def _is_timeout(exc: BaseException) -> bool:
     if args and args[0] == 1969:
         return True
     return isinstance(orig, sqlite3.OperationalError) and "interrupted" in str(orig)
-
-
-def sleep_until(deadline: float) -> None:
-    delay = deadline - time.monotonic()
-    if delay > 0:
-        time.sleep(delay)
