@@ -2,13 +2,18 @@
 
 The app owns the store, the refresh loop and (optionally) a hosted runner
 pool. Every database call runs in a thread worker and reports back by a typed
-message (``jobtui.console.messages``); screens stay thin and call the app's
-``steer`` / ``edit_job`` / ``confirm_*`` methods for changes.
+message (``jobtui.console.messages``). Data flows one way: the refresh worker
+reads rows and makes their cells as plain data, one ``JobsRefreshed`` brings
+them to the app, the table applies them, and the app passes the rows down to
+the screen on top (``JobsUpdated``). Screens stay thin and never import the
+app: they ask for changes through the ``Console`` protocol it implements
+(``jobtui.console.protocol``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from functools import partial
 from importlib import resources
 from pathlib import Path
@@ -24,10 +29,12 @@ from textual.worker import Worker, WorkerState
 from jobtui.console.bulk import BULK_ROWS, freeze_when_resumed, gc_paused, thaw
 from jobtui.console.messages import (
     ActionFailed,
+    ClockTicked,
     DatabaseLost,
     JobChanged,
     JobRemoved,
     JobsRefreshed,
+    JobsUpdated,
     RunnersChanged,
 )
 from jobtui.console.refresh import RefreshPlan
@@ -37,7 +44,7 @@ from jobtui.console.screens.edit import EditScreen, JobForm
 from jobtui.console.screens.help import HelpScreen
 from jobtui.console.screens.main import MainScreen
 from jobtui.console.screens.runlog import RunLogScreen
-from jobtui.console.widgets.job_table import JobTable
+from jobtui.console.widgets.job_cells import Shown, prepare
 from jobtui.core.errors import DatabaseUnavailable, JobtuiError
 from jobtui.core.model import Intent, Job, Status
 from jobtui.core.store import JobStore, RunnerInfo
@@ -78,7 +85,7 @@ STEER: dict[str, Callable[[JobStore, Job], Job]] = {
 
 
 class JobtuiApp(App[None]):
-    """The jobtui operator console."""
+    """The jobtui operator console (screens reach it as ``jobtui.console.protocol.Console``)."""
 
     TITLE = "jobtui"
     CSS_PATH = css_paths()  # type: ignore[assignment]
@@ -117,7 +124,7 @@ class JobtuiApp(App[None]):
     # ------------------------------------------------------------------ lifecycle
 
     def get_default_screen(self) -> Screen[Any]:
-        return MainScreen(all_owners=self.all_owners)
+        return MainScreen(clock=self.store.now, all_owners=self.all_owners)
 
     @property
     def main_screen(self) -> MainScreen:
@@ -154,11 +161,11 @@ class JobtuiApp(App[None]):
             return
         main.table.tick()
         self.update_status()
-        if isinstance(self.screen, DetailsScreen):
-            self.screen.render_job()
+        self.screen.post_message(ClockTicked())
         if not self._refreshing:
             self._refreshing = True
-            self.refresh_jobs(self.plan.next_step(), main.table)
+            step = self.plan.next_step()
+            self.refresh_jobs(step, self.plan.since(), main.table.shown(), not self._loaded)
 
     def update_status(self) -> None:
         main = self._main()
@@ -189,28 +196,30 @@ class JobtuiApp(App[None]):
     # ------------------------------------------------------------------ refresh
 
     @work(thread=True, exclusive=True, group="refresh", exit_on_error=False)
-    def refresh_jobs(self, step: str, table: JobTable) -> None:
-        """One refresh step's query (in a thread); the result comes back as a message.
-
-        The rows' cells are built here too, so the event loop only swaps cells.
+    def refresh_jobs(
+        self, step: str, since: datetime | None, shown: Shown, first_load: bool
+    ) -> None:
+        """One refresh step (in a thread), from plain data to plain data: the step's
+        query, then the cells of the rows that differ from ``shown`` (the table's rows
+        when the tick began), so the event loop only swaps cells. One message back.
         """
         with gc_paused(step == "full"):
             try:
-                fetched = self.plan.fetch(self.store, step, all_owners=self.all_owners)
+                fetched = self.plan.fetch(self.store, step, since=since, all_owners=self.all_owners)
             except JobtuiError as exc:
-                self.plan.reset()
                 self.post_message(DatabaseLost(str(exc)))
                 return
-            self.plan.seen(fetched.changed)
-            changed, prepared = table.prepare(fetched.changed)
-            if step == "full" and not self._loaded and len(changed) >= BULK_ROWS:
+            changed, prepared = prepare(fetched.changed, shown, self.store.now())
+            if step == "full" and first_load and len(changed) >= BULK_ROWS:
                 freeze_when_resumed()  # the first load of a big table: see bulk.py
+            newest = fetched.newest
         self.post_message(
-            JobsRefreshed(changed, fetched.ids, fetched.runners, fetched.full, prepared)
+            JobsRefreshed(changed, fetched.ids, fetched.runners, fetched.full, newest, prepared)
         )
 
     def on_jobs_refreshed(self, message: JobsRefreshed) -> None:
         self._refreshing = False
+        self.plan.read(full=message.full, newest=message.newest)
         if self._main() is None:
             return
         if not self.connected:
@@ -220,27 +229,20 @@ class JobtuiApp(App[None]):
             self.notify("the database is back: the console is live again", timeout=4)
         self._last_good = self.store.now().strftime("%H:%M:%S UTC")
         table = self.main_screen.table
-        previous = table.jobs
-        # A row may have changed on the event loop (an action) since the thread compared.
-        changed = [j for j in message.changed if previous.get(j.id) != j]
-        with gc_paused(len(changed) >= BULK_ROWS):
-            table.apply(changed, message.ids, message.prepared)
-            if message.full and not self._loaded and len(changed) >= BULK_ROWS:
+        bulk = len(message.changed) >= BULK_ROWS
+        with gc_paused(bulk):
+            changed = table.apply_refresh(message.changed, message.ids, message.prepared)
+            if message.full and not self._loaded and bulk:
                 freeze_when_resumed()
         self._loaded = self._loaded or message.full
         if message.runners is not None:
             self.runners_seen = message.runners
-        screen = self.screen
-        if isinstance(screen, DetailsScreen) and screen.job is not None:
-            for job in changed:
-                if job.id == screen.job.id:
-                    screen.job_updated(job)
-            if message.ids is not None and screen.job.id not in message.ids:
-                screen.job_removed()
+        self.screen.post_message(JobsUpdated(changed, message.ids))
         self.update_status()
 
     def on_database_lost(self, message: DatabaseLost) -> None:
         self._refreshing = False
+        self.plan.reset()
         if self._main() is None:
             return
         first = self.connected
@@ -348,7 +350,9 @@ class JobtuiApp(App[None]):
             else:
                 self.write_job("change", job, partial(self._change, job, form))
 
-        self.push_screen(EditScreen(self.store, job), callback=saved)
+        self.push_screen(
+            EditScreen(self.store, job, read_only=self.read_only_console), callback=saved
+        )
 
     def _submit(self, form: JobForm) -> Job:
         return self.store.submit(
@@ -409,8 +413,7 @@ class JobtuiApp(App[None]):
         table.apply([job])
         if message.verb == "create":
             table.select_job(job.id)
-        if isinstance(self.screen, DetailsScreen):
-            self.screen.job_updated(job)
+        self.screen.post_message(JobsUpdated([job]))
         self.update_status()
         self.notify(f"{message.verb}: {job.name} is {job.status.value}", timeout=3)
 
@@ -418,9 +421,7 @@ class JobtuiApp(App[None]):
         if self._main() is None:
             return
         self.main_screen.table.remove_job(message.job.id)
-        screen = self.screen
-        if isinstance(screen, DetailsScreen) and screen.job and screen.job.id == message.job.id:
-            screen.dismiss(None)
+        self.screen.post_message(JobsUpdated([], removed=message.job.id))
         self.update_status()
         self.notify(f"removed {message.job.name}", timeout=3)
 
@@ -430,12 +431,12 @@ class JobtuiApp(App[None]):
     # ------------------------------------------------------------------ screens
 
     def show_details(self, job: Job) -> None:
-        self.push_screen(DetailsScreen(job))
+        self.push_screen(DetailsScreen(job, store=self.store))
 
     def action_run_log(self) -> None:
         """The run log of all jobs."""
         if not isinstance(self.screen, RunLogScreen):
-            self.push_screen(RunLogScreen(all_owners=self.all_owners))
+            self.push_screen(RunLogScreen(store=self.store, all_owners=self.all_owners))
 
     def action_help(self) -> None:
         """Every key, and what the status colours mean."""

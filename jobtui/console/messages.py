@@ -1,12 +1,20 @@
-"""Typed messages that thread workers post back to the event loop."""
+"""Typed messages: what thread workers post back to the event loop, and what the app
+tells the screen on top.
+
+Data flows one way: a worker posts plain data up to its node (the app or a
+screen), which applies it on the event loop; the app passes rows down to the
+screen on top with ``JobsUpdated`` and ``ClockTicked`` (they do not bubble
+back), so it never reaches into a screen.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from textual.message import Message
 
+from jobtui.console.widgets.job_cells import Prepared
 from jobtui.core.model import Job, Run
 from jobtui.core.store import RunnerInfo
 
@@ -15,11 +23,12 @@ from jobtui.core.store import RunnerInfo
 class JobsRefreshed(Message):
     """One refresh tick's result: changed rows, and (some ticks) the full id set and runners."""
 
-    changed: list[Job]
+    changed: list[Job]  # rows that differ from what the table showed when the tick began
     ids: set[int] | None = None
     runners: list[RunnerInfo] | None = None
     full: bool = False
-    prepared: Any = None  # widgets.job_cells.Prepared: the changed rows' cells, made in the thread
+    newest: datetime | None = None  # the newest ``updated`` read (for the refresh plan)
+    prepared: Prepared = field(default_factory=Prepared)  # ``changed``'s cells, made in the thread
 
 
 @dataclass
@@ -77,3 +86,21 @@ class RunnersChanged(Message):
 
     running: bool
     error: str | None = None
+
+
+@dataclass
+class JobsUpdated(Message, bubble=False):
+    """From the app to the screen on top: rows the console now shows.
+
+    ``changed``: newer rows (a refresh or an action); ``ids``: after a refresh
+    that read them, every job id (a job not in it was removed elsewhere);
+    ``removed``: a job this console removed.
+    """
+
+    changed: list[Job]
+    ids: set[int] | None = None
+    removed: int | None = None
+
+
+class ClockTicked(Message, bubble=False):
+    """From the app to the screen on top: a refresh period passed (advance shown times)."""

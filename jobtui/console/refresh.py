@@ -4,8 +4,12 @@ One query per tick: most ticks fetch only the rows changed since the newest
 ``updated`` seen (with an overlap for clocks a little apart); every tenth
 tick fetches the id set instead (to notice removals by other processes), the
 fifth the runner heartbeats, and every minute a full reload heals anything a
-badly skewed clock could have hidden. No Textual here: the app runs
-``fetch`` in a thread worker.
+badly skewed clock could have hidden. No Textual here.
+
+The plan lives on the event loop: the app asks it for the next step and
+tells it what a step read (``read``). ``fetch`` runs in the refresh thread
+and only reads the database: it neither reads nor changes the plan's state
+(the step and ``since`` are handed to it).
 """
 
 from __future__ import annotations
@@ -24,10 +28,17 @@ FULL_EVERY = 60
 
 @dataclass
 class Fetched:
+    """One step's rows, as read."""
+
     changed: list[Job] = field(default_factory=list)
     ids: set[int] | None = None
     runners: list[RunnerInfo] | None = None
     full: bool = False
+
+    @property
+    def newest(self) -> datetime | None:
+        """The newest ``updated`` among the rows read (None when there are none)."""
+        return max((j.updated for j in self.changed if j.updated is not None), default=None)
 
 
 class RefreshPlan:
@@ -54,22 +65,26 @@ class RefreshPlan:
         return "changed"
 
     def since(self) -> datetime | None:
+        """Where the next "changed" step starts reading."""
         return None if self.newest is None else self.newest - OVERLAP
 
-    def seen(self, jobs: list[Job]) -> None:
-        for job in jobs:
-            if job.updated is not None and (self.newest is None or job.updated > self.newest):
-                self.newest = job.updated
+    def read(self, *, full: bool, newest: datetime | None) -> None:
+        """A step's rows arrived: a full load is done, and ``newest`` was seen."""
+        if full:
+            self.need_full = False
+        if newest is not None and (self.newest is None or newest > self.newest):
+            self.newest = newest
 
-    def fetch(self, store: JobStore, step: str, *, all_owners: bool) -> Fetched:
-        """Run the step's query (in a worker thread)."""
+    def fetch(
+        self, store: JobStore, step: str, *, since: datetime | None, all_owners: bool
+    ) -> Fetched:
+        """Run the step's query (in the refresh thread; the plan is left alone)."""
         if step == "full":
             jobs = store.jobs_changed_since(None, all_owners=all_owners)
             runners = store.runners(poll=True)
-            self.need_full = False
             return Fetched(jobs, {j.id for j in jobs}, runners, full=True)
         if step == "ids":
             return Fetched(ids=store.job_ids(all_owners=all_owners))
         if step == "runners":
             return Fetched(runners=store.runners(poll=True))
-        return Fetched(store.jobs_changed_since(self.since(), all_owners=all_owners))
+        return Fetched(store.jobs_changed_since(since, all_owners=all_owners))

@@ -16,27 +16,28 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from jobtui.console import formatting as fmt
-from jobtui.console.messages import DetailsLoaded
+from jobtui.console.messages import ClockTicked, DetailsLoaded, JobsUpdated
 from jobtui.console.screens.job_actions import JOB_BINDINGS, JobActions
 from jobtui.core.errors import JobtuiError
 from jobtui.core.model import Job
+from jobtui.core.store import JobStore
 from jobtui.core.transitions import halted_reason
 
 HISTORY_LIMIT = 50
 
 
 class DetailsScreen(JobActions, Screen[None]):
-    """One job, in full, live."""
+    """One job, in full, live: it follows the rows the app sends down (``JobsUpdated``)."""
 
     BINDINGS = [
         Binding("escape,backspace", "back", "Back", id="back"),
         *JOB_BINDINGS,
     ]
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, *, store: JobStore) -> None:
         super().__init__(id="details")
+        self.store = store
         self.job: Job | None = job
-        self._loaded_for: tuple[object, ...] | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="details-body"):
@@ -60,19 +61,35 @@ class DetailsScreen(JobActions, Screen[None]):
         ):
             table.add_column(label, key=key)
         self.render_job()
-        self.load()
+        self.load(self.job)
 
     def selected_job(self) -> Job | None:
         return self.job
 
-    def job_updated(self, job: Job) -> None:
-        """The app saw a newer row for this job."""
-        if self.job is not None and job.id == self.job.id:
-            self.job = job
-            self.render_job()
-            self.load()
+    def on_jobs_updated(self, message: JobsUpdated) -> None:
+        """Newer rows from the app: follow this job's, close or say so when it went."""
+        if self.job is None:
+            return
+        job_id = self.job.id
+        if message.removed == job_id:  # removed from this console
+            self.dismiss(None)
+            return
+        for job in message.changed:
+            if job.id == job_id:
+                self._job_updated(job)
+        if message.ids is not None and job_id not in message.ids:
+            self._job_removed()
 
-    def job_removed(self) -> None:
+    def on_clock_ticked(self, _message: ClockTicked) -> None:
+        self.render_job()
+
+    def _job_updated(self, job: Job) -> None:
+        self.job = job
+        self.render_job()
+        self.load(job)
+
+    def _job_removed(self) -> None:
+        """Removed elsewhere: say so in place (the fields stay as last read)."""
         if self.job is not None:
             with suppress(NoMatches):  # the screen may be composing or closing
                 self.query_one("#fields", Static).update(
@@ -89,7 +106,7 @@ class DetailsScreen(JobActions, Screen[None]):
             error = self.query_one("#last-error", Static)
         except NoMatches:  # a clock tick can arrive while this screen composes or closes
             return
-        now = self.console.store.now()
+        now = self.store.now()
         s = job.schedule
         rows = [
             ("Job", f"[b]{escape(job.name)}[/]  (id {job.id}, owner {escape(job.owner)})"),
@@ -130,12 +147,11 @@ class DetailsScreen(JobActions, Screen[None]):
             error.update(Content.from_markup(f"[b $error]Last error[/]\n{escape(job.last_error)}"))
 
     @work(thread=True, exclusive=True, group="details", exit_on_error=False)
-    def load(self) -> None:
-        """Next runs and history, from the database (in a thread)."""
-        job = self.job
+    def load(self, job: Job | None) -> None:
+        """``job``'s next runs and history, from the database (in a thread)."""
         if job is None:
             return
-        store = self.console.store
+        store = self.store
         try:
             upcoming = store.preview(job, 5)
             runs = store.runs(job_id=job.id, owner=job.owner, limit=HISTORY_LIMIT)

@@ -101,10 +101,11 @@ class EditScreen(ModalScreen[JobForm | None]):
             self.error = error
             self.upcoming = upcoming
 
-    def __init__(self, store: JobStore, job: Job | None) -> None:
+    def __init__(self, store: JobStore, job: Job | None, *, read_only: bool = False) -> None:
         super().__init__(classes="dialog-screen", id="edit")
         self.store = store
         self.job = job
+        self.read_only = read_only  # the console refuses changes: Save stays disabled
         self._version = 0
         self._pending: JobForm | None = None
         self._checked: JobForm | None = None
@@ -353,7 +354,7 @@ class EditScreen(ModalScreen[JobForm | None]):
             [fmt.stamp(t) for t in message.upcoming] or ["none: the window is over"]
         )
         self.query_one("#preview", Static).update(Content.from_markup("\n".join(lines)))
-        self.query_one("#save", Button).disabled = self.app.read_only_console  # type: ignore[attr-defined]
+        self.query_one("#save", Button).disabled = self.read_only
 
     def _show_error(self, error: str | None, *, checking: bool = False) -> None:
         box = self.query_one("#form-error", Static)

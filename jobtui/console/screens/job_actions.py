@@ -1,15 +1,17 @@
-"""The action keys a screen about jobs offers (main and details screens share them)."""
+"""The action keys a screen about jobs offers (main and details screens share them).
+
+The keys ask the app through the ``Console`` protocol (``jobtui.console.protocol``):
+screens never import the app.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from textual.binding import Binding
 
+from jobtui.console.protocol import Console
 from jobtui.core.model import Job
-
-if TYPE_CHECKING:
-    from jobtui.console.app import JobtuiApp
 
 JOB_BINDINGS = [
     Binding("p", "pause", "Pause/resume", id="pause"),
@@ -31,13 +33,14 @@ class JobActions:
         raise NotImplementedError
 
     @property
-    def console(self) -> JobtuiApp:
-        return cast("JobtuiApp", self.app)
+    def console(self) -> Console:
+        """The app, as far as a screen may use it."""
+        return cast(Console, self.app)
 
     def _job(self) -> Job | None:
         job = self.selected_job()
         if job is None:
-            self.console.notify("no job selected", severity="warning", timeout=3)
+            self.app.notify("no job selected", severity="warning", timeout=3)
         return job
 
     def action_pause(self) -> None:

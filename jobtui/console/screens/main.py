@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -24,11 +27,11 @@ class MainScreen(JobActions, Screen[None]):
         Binding("escape", "clear_filter", "Clear filter", show=False, id="clear_filter"),
     ]
 
-    def __init__(self, *, all_owners: bool) -> None:
+    def __init__(self, *, clock: Callable[[], datetime], all_owners: bool) -> None:
         super().__init__(id="main")
         self.all_owners = all_owners
         self.ready = False  # composed and mounted: the app may refresh into it
-        self._table = JobTable(clock=self.console.store.now, all_owners=all_owners, id="jobs")
+        self._table = JobTable(clock=clock, all_owners=all_owners, id="jobs")
 
     def compose(self) -> ComposeResult:
         yield Static("", id="banner")

@@ -17,6 +17,7 @@ from jobtui.console import formatting as fmt
 from jobtui.console.messages import RunsLoaded
 from jobtui.core.errors import JobtuiError
 from jobtui.core.model import Outcome, Run
+from jobtui.core.store import JobStore
 
 RUN_LIMIT = 500
 
@@ -30,8 +31,9 @@ class RunLogScreen(Screen[None]):
         Binding("o", "focus_outcome", "Outcome", id="outcome"),
     ]
 
-    def __init__(self, *, all_owners: bool) -> None:
+    def __init__(self, *, store: JobStore, all_owners: bool) -> None:
         super().__init__(id="runlog")
+        self.store = store
         self.all_owners = all_owners
         self.runs: list[Run] = []
 
@@ -59,19 +61,22 @@ class RunLogScreen(Screen[None]):
         ):
             table.add_column(label, key=key)
         table.focus()
-        self.load()
-        self.set_interval(2.0, self.load)
+        self.reload()
+        self.set_interval(2.0, self.reload)
 
     def _outcome(self) -> str | None:
         value = self.query_one("#outcome-filter", Select).value
         return None if value is Select.NULL else str(value)
 
+    def reload(self) -> None:
+        """Read the run log again, with the outcome chosen now."""
+        self.load(self._outcome())
+
     @work(thread=True, exclusive=True, group="runlog", exit_on_error=False)
-    def load(self) -> None:
-        """Read the run log (in a thread)."""
-        store = self.app.store  # type: ignore[attr-defined]
+    def load(self, outcome: str | None) -> None:
+        """The run log's rows (in a thread)."""
         try:
-            runs = store.runs(all_owners=self.all_owners, outcome=self._outcome(), limit=RUN_LIMIT)
+            runs = self.store.runs(all_owners=self.all_owners, outcome=outcome, limit=RUN_LIMIT)
         except JobtuiError as exc:
             self.post_message(RunsLoaded([], str(exc)))
             return
@@ -127,7 +132,7 @@ class RunLogScreen(Screen[None]):
         self.query_one("#runs", DataTable).focus()
 
     def on_select_changed(self, event: Select.Changed) -> None:
-        self.load()
+        self.reload()
 
     def action_focus_filter(self) -> None:
         """Filter the runs by job name."""

@@ -5,6 +5,10 @@ cheap to build in the refresh thread, cheap to compare with the cell shown,
 and turned into a Rich ``Text`` only when its row is painted. Building a
 ``Text`` per cell for every row (10,000 jobs: 90,000 cells) cost most of a
 second; the screen shows a few hundred cells at a time.
+
+Everything here is plain functions of plain data: ``prepare`` runs in the
+refresh thread on a ``Shown`` (a copy of what the table held when the refresh
+started), never on the widget.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any, NamedTuple
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from jobtui.console import formatting as fmt
 from jobtui.core.model import Job, Status
@@ -189,6 +194,15 @@ def widths(rows: Iterable[RowCells], columns: int) -> list[int]:
     return out
 
 
+@dataclass(frozen=True)
+class Shown:
+    """What the table held when a refresh started, as plain data for the refresh thread."""
+
+    jobs: dict[int, Job]  # a copy: the table's own dict changes on the event loop
+    sort_by: str
+    all_owners: bool
+
+
 @dataclass
 class Prepared:
     """What the refresh thread hands the table: changed rows' cells, widths, sort keys."""
@@ -200,4 +214,28 @@ class Prepared:
     # New rows (not in the table when prepared) as DataTable holds them: (row key, cells by
     # column key). Built here because every column key's hash is a Python call: 90,000 at
     # the first load of 10,000 jobs.
-    new_rows: dict[int, tuple[Any, dict[Any, Cell]]] = field(default_factory=dict)
+    new_rows: dict[int, tuple[RowKey, dict[ColumnKey, Cell]]] = field(default_factory=dict)
+
+
+def prepare(jobs: Iterable[Job], shown: Shown, now: datetime) -> tuple[list[Job], Prepared]:
+    """In the refresh thread: drop the jobs equal to what was shown, make the others' cells.
+
+    Also the widest cell per column and the sort keys, so that adding 10,000
+    rows leaves the event loop nothing to measure or compute.
+    """
+    known = shown.jobs
+    changed = [job for job in jobs if known.get(job.id) != job]
+    rows = rows_cells(changed, now, all_owners=shown.all_owners)
+    sort_fn = SORTS[shown.sort_by]
+    keys = tuple(ColumnKey(k) for k in column_keys(shown.all_owners))
+    return changed, Prepared(
+        rows=rows,
+        widths=widths(rows.values(), len(keys)),
+        sort_by=shown.sort_by,
+        sort_keys={job.id: sort_fn(job) for job in changed},
+        new_rows={
+            job_id: (RowKey(str(job_id)), dict(zip(keys, cells, strict=True)))
+            for job_id, cells in rows.items()
+            if job_id not in known
+        },
+    )

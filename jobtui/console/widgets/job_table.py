@@ -1,10 +1,11 @@
 """The live job table: rows keyed by job id, updated cell by cell.
 
 Built for 10,000 jobs. The refresh thread turns changed jobs into plain
-``Cell`` tuples (``job_cells``), with the columns' widths and the sort keys;
-the event loop then only compares cells, swaps the ones that differ and
-repaints the changed rows that are on screen. Cells become Rich ``Text`` only
-when painted.
+``Cell`` tuples (``job_cells.prepare``, from a ``Shown`` copy of the table's
+rows: the thread never calls the widget), with the columns' widths and the
+sort keys; the event loop then only compares cells, swaps the ones that
+differ and repaints the changed rows that are on screen. Cells become Rich
+``Text`` only when painted.
 
 This leans on DataTable internals (``_data``, ``_row_locations``, the render
 caches and ``_compute_row_renderables``): Textual is pinned exactly, and the
@@ -36,10 +37,10 @@ from jobtui.console.widgets.job_cells import (
     Cell,
     Prepared,
     RowCells,
+    Shown,
     column_keys,
     render,
     row_cells,
-    rows_cells,
     widths,
 )
 from jobtui.core.model import Job, Status
@@ -92,32 +93,23 @@ class JobTable(DataTable[Cell]):
 
     # ------------------------------------------------------------------ data in
 
-    def prepare(self, jobs: Iterable[Job]) -> tuple[list[Job], Prepared]:
-        """In the refresh thread: drop jobs equal to what is shown, make the others' cells.
+    def shown(self) -> Shown:
+        """What the table holds, as plain data for the refresh thread (it never reads the
+        widget: the rows it compares with are a copy, taken on the event loop)."""
+        return Shown(dict(self.jobs), self.sort_by, self.all_owners)
 
-        Also the widest cell per column and the sort keys, so that adding
-        10,000 rows leaves the event loop nothing to measure or compute.
+    def apply_refresh(
+        self, changed: list[Job], ids: set[int] | None, prepared: Prepared
+    ) -> list[Job]:
+        """Apply a refresh made in the thread from ``shown()``; returns the rows applied.
+
+        A row may have changed on the event loop (an operator's action) since the
+        thread compared: only the rows still differing from the table's are applied.
         """
-        known = self.jobs
-        changed = [job for job in jobs if known.get(job.id) != job]
-        now = self.clock()
-        all_owners = self.all_owners
-        rows = rows_cells(changed, now, all_owners=all_owners)
-        sort_by = self.sort_by
-        sort_fn = SORTS[sort_by]
-        shown = self._keys
-        column_keys = self._column_keys
-        return changed, Prepared(
-            rows=rows,
-            widths=widths(rows.values(), len(column_keys)),
-            sort_by=sort_by,
-            sort_keys={job.id: sort_fn(job) for job in changed},
-            new_rows={
-                job_id: (RowKey(str(job_id)), dict(zip(column_keys, cells, strict=True)))
-                for job_id, cells in rows.items()
-                if job_id not in shown
-            },
-        )
+        jobs = self.jobs
+        changed = [job for job in changed if jobs.get(job.id) != job]
+        self.apply(changed, ids, prepared)
+        return changed
 
     def apply(
         self,
