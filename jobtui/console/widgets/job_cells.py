@@ -194,13 +194,18 @@ def widths(rows: Iterable[RowCells], columns: int) -> list[int]:
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Shown:
     """What the table held when a refresh started, as plain data for the refresh thread."""
 
     jobs: dict[int, Job]  # a copy: the table's own dict changes on the event loop
     sort_by: str
     all_owners: bool
+
+    def __repr__(self) -> str:
+        # Short: @work describes a worker by its arguments' reprs, on the event loop,
+        # every tick (10,000 Jobs' reprs would cost the loop ~100 ms a second).
+        return f"Shown({len(self.jobs)} jobs, sort_by={self.sort_by!r})"
 
 
 @dataclass
