@@ -176,3 +176,12 @@ async def test_no_widget_or_screen_method_runs_off_the_event_loop(
     assert {"JobTable.apply", "DetailsScreen.on_jobs_updated", "RunLogScreen.reload"} <= names
     off_loop = sorted({name for name, thread in calls if thread != loop_thread})
     assert off_loop == []
+
+
+def test_the_refresh_workers_arguments_describe_cheaply() -> None:
+    """@work describes a worker by its arguments' reprs, on the event loop, every tick:
+    the table's rows handed to the refresh thread must not repr 10,000 Jobs."""
+    from jobtui.console.widgets.job_cells import Shown
+
+    shown = Shown(dict.fromkeys(range(10_000)), "name", False)  # type: ignore[arg-type]
+    assert repr(shown) == "Shown(10000 jobs, sort_by='name')"
