@@ -237,7 +237,8 @@ class JobtuiApp(App[None]):
         self._loaded = self._loaded or message.full
         if message.runners is not None:
             self.runners_seen = message.runners
-        self.screen.post_message(JobsUpdated(changed, message.ids))
+        if changed or message.ids is not None:
+            self.screen.post_message(JobsUpdated(changed, message.ids))
         self.update_status()
 
     def on_database_lost(self, message: DatabaseLost) -> None:
