@@ -91,6 +91,15 @@ def column_keys(all_owners: bool) -> tuple[str, ...]:
     return tuple(key for key, _ in COLUMNS if all_owners or key != "owner")
 
 
+_TABLE_KEYS = {flag: tuple(ColumnKey(k) for k in column_keys(flag)) for flag in (False, True)}
+
+
+def table_keys(all_owners: bool) -> tuple[ColumnKey, ...]:
+    """The table's column keys, the same objects wherever the rows are made: a dict
+    finds its own key object without calling StringKey's (Python) ``__eq__``."""
+    return _TABLE_KEYS[all_owners]
+
+
 def row_cells(
     job: Job, now: datetime, *, all_owners: bool, memo: dict[Any, Cell] | None = None
 ) -> RowCells:
@@ -232,7 +241,7 @@ def prepare(jobs: Iterable[Job], shown: Shown, now: datetime) -> tuple[list[Job]
     changed = [job for job in jobs if known.get(job.id) != job]
     rows = rows_cells(changed, now, all_owners=shown.all_owners)
     sort_fn = SORTS[shown.sort_by]
-    keys = tuple(ColumnKey(k) for k in column_keys(shown.all_owners))
+    keys = table_keys(shown.all_owners)
     return changed, Prepared(
         rows=rows,
         widths=widths(rows.values(), len(keys)),

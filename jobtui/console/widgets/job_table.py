@@ -38,9 +38,9 @@ from jobtui.console.widgets.job_cells import (
     Prepared,
     RowCells,
     Shown,
-    column_keys,
     render,
     row_cells,
+    table_keys,
     widths,
 )
 from jobtui.core.model import Job, Status
@@ -77,7 +77,7 @@ class JobTable(DataTable[Cell]):
         self._cells: dict[int, RowCells] = {}  # every job's latest cells, shown or filtered out
         self._keys: dict[int, RowKey] = {}  # shown job id -> its row key
         self._sort_keys: dict[int, Any] = {}  # shown job id -> its key for sort_by
-        self._column_keys = tuple(ColumnKey(k) for k in column_keys(all_owners))
+        self._column_keys = table_keys(all_owners)
         self._name_column = ColumnKey("name")
         self._styles: dict[str, Style] = {}
         self._swapped: set[RowKey] = set()  # rows whose cells changed since the last repaint
@@ -107,7 +107,8 @@ class JobTable(DataTable[Cell]):
         thread compared: only the rows still differing from the table's are applied.
         """
         jobs = self.jobs
-        changed = [job for job in changed if jobs.get(job.id) != job]
+        if jobs:  # (the first load of an empty table keeps every row)
+            changed = [job for job in changed if jobs.get(job.id) != job]
         self.apply(changed, ids, prepared)
         return changed
 
