@@ -94,8 +94,8 @@ class JobTable(DataTable[Cell]):
     # ------------------------------------------------------------------ data in
 
     def shown(self) -> Shown:
-        """What the table holds, as plain data for the refresh thread (it never reads the
-        widget: the rows it compares with are a copy, taken on the event loop)."""
+        """What the table holds, as plain data for the refresh thread: a copy taken on the
+        event loop, so the thread never reads the widget."""
         return Shown(dict(self.jobs), self.sort_by, self.all_owners)
 
     def apply_refresh(
