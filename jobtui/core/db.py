@@ -270,10 +270,6 @@ def mask_text(text: str) -> str:
     return _PASSWORD_IN_QUERY.sub(r"\1***", _PASSWORD_IN_URL.sub(r"\1***@", text))
 
 
-def is_sqlite(engine: Engine) -> bool:
-    return engine.dialect.name == "sqlite"
-
-
 # SQLite's own datetime('now') reads the system clock; jobtui registers NOW()
 # so expr schedules can be evaluated (and previewed) at any instant.
 _sqlite_now = threading.local()
