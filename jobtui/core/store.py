@@ -10,28 +10,27 @@ half-way. Runners use the same tables (``jobtui.core.runner``).
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Row, Table, delete, func, insert, select, text, update
+from sqlalchemy import Row, Table, func, select, text, update
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError
 
 from jobtui.core import (
     actions,
-    bookkeeping,
     builtin_actions,
     claims,
+    defining,
     expressions,
     routines,
     schema,
+    steering,
     transfer,
 )
-from jobtui.core import rows as rows_
 from jobtui.core.backends import backend_for
 from jobtui.core.db import make_engine, mask_url, resolve_url
 from jobtui.core.dberrors import (
@@ -52,31 +51,22 @@ from jobtui.core.errors import (
 from jobtui.core.jobdefs import (
     DEFAULT_MAX_FAILURES,
     UNSET,
-    check_description,
-    check_max_failures,
-    merge_schedule,
     removal_pending,
 )
 from jobtui.core.model import (
-    Intent,
     Job,
     Outcome,
     Run,
     Schedule,
     What,
-    check_job_name,
     split_procedure,
 )
 from jobtui.core.retention import DEFAULT_RETENTION, PRUNE_BATCH, Retention, prune_run_log
 from jobtui.core.rowmap import (
     job_from_row,
     jobs_from_result,
-    new_job_values,
     run_from_row,
-    schedule_columns,
-    what_columns,
 )
-from jobtui.core.schedules import check_schedule, first_run, next_slot
 from jobtui.core.timeutil import Clock, aware, from_db, to_db, utcnow
 from jobtui.core.transitions import status_after
 
@@ -268,11 +258,6 @@ class JobStore:
             self._schema_name = self.backend.schema_name()
         return self._schema_name
 
-    @property
-    def _owns_routines(self) -> bool:
-        """Jobs run as their owner's DEFINER routines here (MySQL/MariaDB)."""
-        return self.backend.has_accounts
-
     @db_errors
     def _current_owner(self) -> str:
         return self.backend.current_user()
@@ -449,60 +434,15 @@ class JobStore:
         disabled: bool = False,
     ) -> Job:
         """Define a new job (DBMS_JOB.SUBMIT). Validates everything before writing."""
-        self.check_writable()
-        check_job_name(name)
-        schedule = check_schedule(schedule)
-        description = check_description(description)
-        max_failures = check_max_failures(max_failures)
-        self.check_what(what)
-        now = self.now()
-        self.check_expr_schedule(schedule, now)
-        next_run = self._first_run(schedule, now)
-        values = new_job_values(
-            owner=self.owner,
-            name=name,
-            what=what,
-            schedule=schedule,
+        return defining.submit_job(
+            self,
+            name,
+            what,
+            schedule,
             description=description,
             max_failures=max_failures,
             disabled=disabled,
-            next_run=next_run,
-            now=now,
         )
-        # On MySQL/MariaDB the job runs as routines its owner's session creates once the
-        # row has its id: until then next_run stays NULL, so no runner claims it.
-        held = self._owns_routines and bool(routines.wanted(0, what, schedule, None))
-        if held:
-            values["next_run"] = None
-        try:
-            with self.write() as conn:
-                conn.execute(insert(self.job_table).values(**values))
-        except IntegrityError:
-            try:
-                existing = self.get(name)
-            except JobNotFound:
-                existing = None
-            if existing is not None and existing.remove_requested:
-                raise removal_pending(name) from None
-            raise InvalidInput(
-                f"job {name!r} already exists for owner {self.owner!r}: use `jobtui change` "
-                "to alter it or choose another name"
-            ) from None
-        if held:
-            job = self.get(name)
-            try:
-                routines.install_for_job(self.engine, job.id, what, schedule)
-            except BaseException:
-                with self.write() as conn:
-                    conn.execute(delete(self.job_table).where(self.job_table.c.id == job.id))
-                raise
-            with self.write() as conn:
-                conn.execute(
-                    update(self.job_table)
-                    .where(self.job_table.c.id == job.id)
-                    .values(next_run=to_db(next_run))
-                )
-        return self.get(name)
 
     @db_errors
     def ensure_routines(self, job_ids: Iterable[int] | None = None) -> int:
@@ -515,7 +455,7 @@ class JobStore:
         Returns how many routines were created.
         """
         self.check_writable()
-        if not self._owns_routines:
+        if not self.backend.has_accounts:  # SQLite: jobs run as they are
             return 0
         wanted_ids = None if job_ids is None else set(job_ids)
         jobs = [j for j in self.list_jobs() if wanted_ids is None or j.id in wanted_ids]
@@ -544,25 +484,11 @@ class JobStore:
         A new schedule takes effect from its next slot, even while a run is in
         flight (the runner reads the row again when it finishes).
         """
-        self.check_writable()
-        current = self.get(name, owner=owner)
-        partial = kind is None and every is None and cron is None and expr is None
-        window = tz is not UNSET or start is not UNSET or finish is not UNSET
-        if current.schedule is rows_.PLACEHOLDER_SCHEDULE and partial and window:
-            # What the row's schedule was cannot be read (its problem says why): a window
-            # or time zone alone would be merged into the placeholder, not into it.
-            raise InvalidInput(
-                f"job {current.name!r} has a problem ({current.problem}): give its whole "
-                "schedule (--every, --cron, --expr or --once) to replace it"
-            )
-        if what is not None:
-            self.check_what(what, owner=current.owner)
-        if description is not None:
-            description = check_description(description)
-        if max_failures is not None:
-            max_failures = check_max_failures(max_failures)
-        schedule = merge_schedule(
-            current.schedule,
+        return defining.change_job(
+            self,
+            name,
+            owner=owner,
+            what=what,
             kind=kind,
             every=every,
             cron=cron,
@@ -570,97 +496,10 @@ class JobStore:
             expr=expr,
             start=start,
             finish=finish,
+            description=description,
+            max_failures=max_failures,
+            disabled=disabled,
         )
-        schedule_changed = schedule != current.schedule
-        expr_changed = schedule.kind == "expr" and (
-            current.schedule.kind != "expr" or schedule.expr != current.schedule.expr
-        )
-        foreign = self._owns_routines and current.owner != self.owner
-        if foreign and ((what is not None and what != current.what) or expr_changed):
-            raise PermissionDenied(
-                f"permission denied: only the owner's own session can change what job {name!r} "
-                f"runs or its --expr, because the job runs with the owner's rights "
-                f"({current.owner}); account {self.owner!r} may change its other settings, "
-                "steer it or remove it"
-            )
-        now = self.now()
-        if expr_changed:  # a stored expression is never evaluated again (it may be foreign)
-            self.check_expr_schedule(schedule, now)
-        # MySQL/MariaDB: routines only for what the owner gives here (a definition written
-        # into the row by other means must not become the owner's by a schedule change);
-        # the new ones first, so the row never names a routine that does not exist.
-        give_what = what is not None
-        give_expr = schedule.kind == "expr" and (expr is not None or expr_changed)
-        drop_expr = current.schedule.kind == "expr" and (give_expr or schedule.kind != "expr")
-        routines_ = self._owns_routines and not foreign
-        created: list[routines.Routine] = []
-        want: list[routines.Routine] = []
-        if routines_ and (give_what or give_expr):
-            want, created = routines.install_for_job(
-                self.engine,
-                current.id,
-                what if give_what else None,
-                schedule if give_expr else None,
-            )
-        try:
-            self._change_row(
-                current, what, description, max_failures, disabled, schedule, schedule_changed, now
-            )
-        except BaseException:
-            if created:
-                routines.drop_for_job(self.engine, current.id, only=created)
-            raise
-        if routines_ and (give_what or drop_expr):
-            replaced = ([routines.PROCEDURE] if give_what else []) + (
-                [routines.FUNCTION] if drop_expr else []
-            )
-            routines.drop_for_job(self.engine, current.id, keep=want, types=replaced)
-        return self.get(name, owner=owner)
-
-    def _change_row(
-        self,
-        current: Job,
-        what: What | None,
-        description: str | None,
-        max_failures: int | None,
-        disabled: bool | None,
-        schedule: Schedule,
-        schedule_changed: bool,
-        now: datetime,
-    ) -> None:
-        with self.write() as conn:
-            row = self.lock_row(conn, current.id)
-            if row.remove_requested:
-                raise removal_pending(current.name)
-            job = job_from_row(row)
-            values: dict[str, Any] = {"updated": to_db(now)}
-            if what is not None:
-                values.update(what_columns(what))
-            if description is not None:
-                values["description"] = description
-            if max_failures is not None:
-                values["max_failures"] = max_failures
-            if disabled is not None:
-                values["intent"] = (Intent.DISABLED if disabled else Intent.ENABLED).value
-            if schedule_changed:
-                values.update(schedule_columns(schedule))
-                values["schedule_anchor"] = to_db(schedule.start or now)
-                next_run = self._first_run(schedule, now, conn=conn)
-                values["next_run"] = to_db(next_run)
-                if next_run is None:
-                    values["phase"] = "FINISHED"
-                elif row.phase == "FINISHED":
-                    values["phase"] = "ENABLED"
-                else:
-                    values["phase"] = row.phase
-            # the intent and broken flag as read (a value that does not validate reads
-            # as DISABLED, broken), running and phase as they are in the row
-            values["status"] = status_after(
-                row, {"intent": job.intent, "broken": job.broken, **values}
-            )
-            conn.execute(
-                update(self.job_table).where(self.job_table.c.id == job.id).values(**values)
-            )
 
     @db_errors
     def remove(self, name: str, *, owner: str | None = None, wait: float = 10.0) -> Job:
@@ -672,66 +511,12 @@ class JobStore:
         meanwhile is refused). Waits up to ``wait`` seconds for that; the Job
         returned has ``remove_requested`` set when the removal is still pending.
         """
-        self.check_writable()
-        job = self.get(name, owner=owner)
-        removed = replace(job, remove_requested=False)
-        deadline = time.monotonic() + wait
-        if self._remove_or_mark(job):
-            return self._removed(removed)
-        while time.monotonic() < deadline:
-            time.sleep(0.1)
-            current = self.get_by_id(job.id)
-            if current is None:
-                return self._removed(
-                    removed
-                )  # the runner deleted it when it recorded the run's end
-            if not current.running and self._remove_or_mark(current):
-                return self._removed(
-                    removed
-                )  # ended without a runner to delete it (reaped, or an old runner)
-        return replace(self.get_by_id(job.id) or job, remove_requested=True)
-
-    def _removed(self, job: Job) -> Job:
-        """The row is gone: its routines go too (MySQL/MariaDB; best effort)."""
-        if self._owns_routines:
-            routines.drop_for_job(self.engine, job.id)
-        return job
-
-    def _remove_or_mark(self, job: Job) -> bool:
-        """Delete the job's row if no run is in flight (True); else abort the run and mark
-        the row ``remove_requested`` (False)."""
-        now = self.now()
-        with self.write() as conn:
-            try:
-                row = self.lock_row(conn, job.id)
-            except JobNotFound:
-                return True
-            if not row.running:
-                conn.execute(delete(self.job_table).where(self.job_table.c.id == job.id))
-                return True
-            if not row.remove_requested or not row.abort_requested:
-                conn.execute(
-                    update(self.job_table)
-                    .where(self.job_table.c.id == job.id)
-                    .values(
-                        remove_requested=True,
-                        abort_requested=True,
-                        run_now=False,
-                        phase="ABORTED",
-                        status=status_after(row, {"running": True, "phase": "ABORTED"}),
-                        updated=to_db(now),
-                    )
-                )
-        return False
+        return defining.remove_job(self, name, owner=owner, wait=wait)
 
     # ------------------------------------------------------------------ steering
 
-    def _steer(
-        self,
-        name: str,
-        owner: str | None,
-        fn: Callable[[Connection, Row[Any], Job, datetime], dict[str, Any]],
-    ) -> Job:
+    def _steer(self, name: str, owner: str | None, steer: steering.Steer) -> Job:
+        """Lock the job's row, write what ``steer`` gives over it (``steering``)."""
         self.check_writable()
         job = self.get(name, owner=owner)
         now = self.now()
@@ -739,8 +524,7 @@ class JobStore:
             row = self.lock_row(conn, job.id)
             if row.remove_requested:
                 raise removal_pending(name)
-            current = job_from_row(row)
-            values = fn(conn, row, current, now)
+            values = steer(name, row, job_from_row(row), now)
             values["status"] = status_after(row, values)
             values["updated"] = to_db(now)
             conn.execute(
@@ -751,71 +535,27 @@ class JobStore:
     @db_errors
     def pause(self, name: str, *, owner: str | None = None) -> Job:
         """No new runs start while PAUSED; a run in flight finishes."""
-
-        def fn(conn: Connection, row: Row[Any], job: Job, now: datetime) -> dict[str, Any]:
-            if row.phase == "FINISHED":
-                raise InvalidInput(f"job {name!r} is FINISHED: there is nothing to pause")
-            if row.intent == Intent.DISABLED:
-                raise InvalidInput(f"job {name!r} is DISABLED: enable it before pausing")
-            return {"intent": Intent.PAUSED.value}
-
-        return self._steer(name, owner, fn)
+        return self._steer(name, owner, steering.pause)
 
     @db_errors
     def resume(self, name: str, *, owner: str | None = None) -> Job:
         """Back on the schedule from the next slot (no burst of missed runs)."""
-
-        def fn(conn: Connection, row: Row[Any], job: Job, now: datetime) -> dict[str, Any]:
-            if row.intent == Intent.DISABLED:
-                raise InvalidInput(f"job {name!r} is DISABLED: use `jobtui enable {name}`")
-            if row.intent != Intent.PAUSED and row.phase != "ABORTED":
-                return {}  # already running on its schedule: nothing to do
-            values: dict[str, Any] = {
-                "intent": Intent.ENABLED.value,
-                "abort_requested": False,
-                "phase": "RESUMED",
-            }
-            values.update(self._rearm(conn, job, now))
-            return values
-
-        return self._steer(name, owner, fn)
+        return self._steer(name, owner, steering.resume)
 
     @db_errors
     def enable(self, name: str, *, owner: str | None = None) -> Job:
         """Enable a disabled, aborted or finished job; it runs from its next slot."""
-
-        def fn(conn: Connection, row: Row[Any], job: Job, now: datetime) -> dict[str, Any]:
-            values: dict[str, Any] = {"intent": Intent.ENABLED.value, "abort_requested": False}
-            if row.intent != Intent.ENABLED or row.phase in ("ABORTED", "FINISHED"):
-                values["phase"] = "ENABLED"
-                if row.phase == "FINISHED" or job.next_run is None:
-                    values["next_run"] = to_db(self._first_run(job.schedule, now, conn=conn))
-                else:
-                    values.update(self._rearm(conn, job, now))
-                if values.get("next_run") is None:
-                    values["phase"] = "FINISHED"
-            return values
-
-        return self._steer(name, owner, fn)
+        return self._steer(name, owner, steering.enable)
 
     @db_errors
     def disable(self, name: str, *, owner: str | None = None) -> Job:
         """No runs at all until enabled (a run in flight finishes)."""
-        return self._steer(name, owner, lambda c, r, j, n: {"intent": Intent.DISABLED.value})
+        return self._steer(name, owner, steering.disable)
 
     @db_errors
     def abort(self, name: str, *, owner: str | None = None) -> Job:
         """Stop the run in flight (if any) and stop the schedule until resume/enable/run-now."""
-
-        def fn(conn: Connection, row: Row[Any], job: Job, now: datetime) -> dict[str, Any]:
-            if row.phase == "FINISHED" and not row.running:
-                return {"run_now": False}  # no run and no schedule left to stop
-            values: dict[str, Any] = {"phase": "ABORTED", "run_now": False}
-            if row.running:
-                values["abort_requested"] = True
-            return values
-
-        return self._steer(name, owner, fn)
+        return self._steer(name, owner, steering.abort)
 
     @db_errors
     def run_now(self, name: str, *, owner: str | None = None) -> Job:
@@ -824,16 +564,7 @@ class JobStore:
         Refused while the job is running: the runner would drop the request when
         the run in flight finishes, so the operator is told instead.
         """
-
-        def fn(conn: Connection, row: Row[Any], job: Job, now: datetime) -> dict[str, Any]:
-            if row.running:
-                raise InvalidInput(
-                    f"job {name!r} is running now: run-now starts a run only when none is in "
-                    "flight; try again when it has finished (or abort it)"
-                )
-            return {"run_now": True}
-
-        return self._steer(name, owner, fn)
+        return self._steer(name, owner, steering.run_now)
 
     @db_errors
     def broken(
@@ -848,51 +579,13 @@ class JobStore:
         """DBMS_JOB.BROKEN: mark broken (no runs) or clear it (failures reset)."""
         if next_run is not None and on:
             raise InvalidInput("--next is only accepted with --off")
-
-        def fn(conn: Connection, row: Row[Any], job: Job, now: datetime) -> dict[str, Any]:
-            if on:
-                return {"broken": True, "broken_reason": reason}
-            values: dict[str, Any] = {"broken": False, "broken_reason": None, "failures": 0}
-            if row.phase in ("ERROR",):
-                values["phase"] = "ENABLED"
-            if next_run is not None:
-                values["next_run"] = to_db(aware(next_run))
-                if row.phase == "FINISHED":
-                    values["phase"] = "ENABLED"
-            elif row.broken:
-                values.update(self._rearm(conn, job, now))
-            return values
-
-        return self._steer(name, owner, fn)
+        return self._steer(name, owner, steering.broken(on, next_run, reason))
 
     # ------------------------------------------------------------------ schedules
-
-    def _first_run(
-        self, schedule: Schedule, now: datetime, *, conn: Connection | None = None
-    ) -> datetime | None:
-        return first_run(schedule, now)
 
     def check_expr_schedule(self, schedule: Schedule, now: datetime) -> None:
         """Evaluate an expr schedule once (as at submit) to prove it yields a later date."""
         expressions.check_expr_schedule(self, schedule, now)
-
-    def _rearm(self, conn: Connection, job: Job, now: datetime) -> dict[str, Any]:
-        """The next slot strictly after now: for resume and broken-off (no burst)."""
-        sched = job.schedule
-        if sched.kind in ("every", "cron"):
-            nxt = next_slot(sched, now, bookkeeping.anchor(job))
-        elif sched.kind == "once":
-            nxt = None if job.phase == "FINISHED" else job.next_run
-            if nxt is not None and nxt < now:
-                nxt = now
-        else:  # expr: evaluated at the start of each run; resume runs it now
-            nxt = now if job.next_run is None or job.next_run < now else job.next_run
-        if nxt is not None and sched.finish is not None and nxt > sched.finish:
-            nxt = None  # the window closed while the job was paused or broken
-        values: dict[str, Any] = {"next_run": to_db(nxt)}
-        if nxt is None:
-            values["phase"] = "FINISHED"
-        return values
 
     @db_errors
     def evaluate_expr(
