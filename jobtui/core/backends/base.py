@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from sqlalchemy import Table
-from sqlalchemy.engine import Connection, Engine, RootTransaction
+from sqlalchemy.engine import URL, Connection, Engine, RootTransaction
 
 if TYPE_CHECKING:
     from jobtui.core.model import Job
@@ -51,6 +51,12 @@ class Backend:
         return f"<{type(self).__name__} {self.name}>"
 
     # ---------------------------------------------------------------- connections
+
+    @classmethod
+    def create_engine(cls, url: URL, *, pool_size: int) -> Engine:
+        """An engine on ``url`` (validated by ``db.parse_url``) whose connections are set
+        up as jobtui needs them (time zone, isolation, the pool)."""
+        raise NotImplementedError
 
     def begin_write(self, conn: Connection) -> RootTransaction:
         """Begin a transaction on ``conn`` that is going to write: one that takes the

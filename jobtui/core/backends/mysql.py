@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+import sqlalchemy
 from sqlalchemy import Table, select, text
-from sqlalchemy.engine import Connection, Engine, RootTransaction
+from sqlalchemy.engine import URL, Connection, Engine, RootTransaction
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from jobtui.core import actions, routines, schema
+from jobtui.core import actions, db, routines, schema
 from jobtui.core.backends.base import Backend
 from jobtui.core.dberrors import NO_SUCH_TABLE, PERMISSION_ERRORS, error_code
 from jobtui.core.errors import InvalidInput, PermissionDenied
@@ -75,6 +77,29 @@ class MySQLBackend(Backend):
     named_locks: ClassVar[bool] = True
 
     # ---------------------------------------------------------------- connections
+
+    @classmethod
+    def create_engine(cls, url: URL, *, pool_size: int) -> Engine:
+        query = dict(url.query)
+        option_file = query.get("read_default_file")
+        if isinstance(option_file, str):
+            query["read_default_file"] = os.path.expanduser(option_file)
+        query.setdefault("charset", "utf8mb4")
+        url = url.set(query=query)
+        return sqlalchemy.create_engine(
+            url,
+            pool_pre_ping=True,
+            pool_recycle=3600,
+            pool_size=pool_size,
+            max_overflow=pool_size * 2,
+            connect_args={
+                # All DATETIME values are UTC; NOW() in expr schedules is UTC too.
+                "init_command": "SET time_zone = '+00:00'",
+                "connect_timeout": 5,
+                "autocommit": False,
+                "conv": db._mysql_conversions(),  # PyMySQL's codec, with fast datetimes
+            },
+        )
 
     def begin_write(self, conn: Connection) -> RootTransaction:
         return conn.begin()  # rows are locked as they are read (SELECT ... FOR UPDATE)

@@ -11,12 +11,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from sqlalchemy import Table, text
-from sqlalchemy.engine import Connection, Engine, RootTransaction
+from sqlalchemy.engine import URL, Connection, Engine, RootTransaction
 from sqlalchemy.exc import OperationalError
 
 from jobtui.core import routines, schema
 from jobtui.core.backends.base import Backend
-from jobtui.core.db import sqlite_now_override
+from jobtui.core.backends.sqlite_engine import sqlite_engine, sqlite_now_override
 from jobtui.core.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -46,6 +46,10 @@ class SQLiteBackend(Backend):
     named_locks: ClassVar[bool] = False
 
     # ---------------------------------------------------------------- connections
+
+    @classmethod
+    def create_engine(cls, url: URL, *, pool_size: int) -> Engine:
+        return sqlite_engine(url)  # one writer at a time: no pool to size
 
     def begin_write(self, conn: Connection) -> RootTransaction:
         # db.py's "begin" hook issues BEGIN IMMEDIATE for a connection with this option
