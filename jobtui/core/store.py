@@ -5,6 +5,13 @@ Every method is one short transaction. Writes lock the job's row first
 compute the new state with ``jobtui.core.transitions`` and write it back, so
 operator actions from many processes and runner bookkeeping never interleave
 half-way. Runners use the same tables (``jobtui.core.runner``).
+
+``JobStore`` keeps the verbs and the reads; the work behind some verbs lives
+in modules named after it: ``defining`` (submit, change, remove), ``steering``
+(what each operator verb writes), ``expressions`` (expr evaluation, preview),
+``transfer`` (export, import), ``retention`` (pruning the run log), ``rowmap``
+(rows to Jobs and back). Whatever differs between databases is asked of
+``self.backend`` (``jobtui.core.backends``).
 """
 
 from __future__ import annotations
