@@ -71,13 +71,13 @@ def populate(url: str, jobs: int) -> None:
 
     store = open_store(url)
     try:
-        if store.is_sqlite:
-            what = What("sql", "SELECT 1")
-        else:
+        if store.backend.has_accounts:  # MySQL/MariaDB: a stored procedure to call
             with store.engine.begin() as conn:
                 conn.exec_driver_sql("DROP PROCEDURE IF EXISTS noop")
                 conn.exec_driver_sql("CREATE PROCEDURE noop() BEGIN END")
             what = What("call", f"{c.BENCH_DB}.noop")
+        else:
+            what = What("sql", "SELECT 1")
         templates = [
             ("t_every", make_schedule("every", every=3600)),
             ("t_cron", make_schedule("cron", cron="*/5 * * * *")),
@@ -252,7 +252,7 @@ class StatementCounter:
         event.listen(engine, "commit", lambda conn: self._add("COMMIT"))
         event.listen(engine, "rollback", lambda conn: self._add("ROLLBACK"))
         event.listen(engine.pool, "checkout", lambda *a: self._add("(pool checkout)"))
-        if engine.dialect.name != "sqlite":
+        if engine.dialect.driver == "pymysql":
             # Every command PyMySQL sends (statements, COMMIT, the pool's COM_PING): the
             # round trips to the server. Nothing else in this process talks to it while idle.
             import pymysql.connections

@@ -25,9 +25,11 @@ from typing import Any, NoReturn
 from jobtui import __version__
 from jobtui.core import schema
 from jobtui.core.db import ENV_VAR, mask_text, mask_url, resolve_url
+from jobtui.core.dberrors import translate_db_error
 from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobtuiError
+from jobtui.core.jobdefs import UNSET
 from jobtui.core.model import Job, Run, What, check_job_name
-from jobtui.core.store import UNSET, JobStore, RunnerInfo, open_store, translate_db_error
+from jobtui.core.store import JobStore, RunnerInfo, open_store
 from jobtui.core.timeutil import aware, iso, parse_when
 from jobtui.core.transitions import halted_reason
 
@@ -105,7 +107,7 @@ def _owner_share(text: str) -> float:
 
 def _keep_runs(text: str) -> int | None:
     """``--keep-runs``: a whole number 0-100000000, or ``off`` (no count limit)."""
-    from jobtui.core.store import MAX_KEEP_RUNS
+    from jobtui.core.retention import MAX_KEEP_RUNS
 
     if text.strip().lower() == "off":
         return None
@@ -114,7 +116,7 @@ def _keep_runs(text: str) -> int | None:
 
 def _keep_days(label: str) -> Callable[[str], float | None]:
     """``--keep-days``/``--keep-error-days``: days above 0 (fractions allowed), or ``off``."""
-    from jobtui.core.store import MAX_KEEP_DAYS
+    from jobtui.core.retention import MAX_KEEP_DAYS
 
     def parse(text: str) -> float | None:
         if text.strip().lower() == "off":
@@ -134,7 +136,7 @@ def _keep_days(label: str) -> Callable[[str], float | None]:
 
 
 def _retention_options(parser: argparse.ArgumentParser) -> None:
-    from jobtui.core.store import DEFAULT_RETENTION as d
+    from jobtui.core.retention import DEFAULT_RETENTION as d
 
     group = parser.add_argument_group("run-log retention (pruned by the runners)")
     group.add_argument(
@@ -696,8 +698,8 @@ def _when(value: str | None, label: str) -> datetime | None:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
+    from jobtui.core.jobdefs import DEFAULT_MAX_FAILURES
     from jobtui.core.schedules import make_schedule
-    from jobtui.core.store import DEFAULT_MAX_FAILURES
 
     check_job_name(args.name)
     what = _what_from_args(args, required=True)
@@ -1213,7 +1215,7 @@ PRUNE_LOCK_WAIT = 30.0  # seconds `jobtui prune` waits for a runner's pruning pa
 
 
 def _retention(args: argparse.Namespace) -> Any:
-    from jobtui.core.store import Retention
+    from jobtui.core.retention import Retention
 
     return Retention(
         keep_runs=args.keep_runs, keep_days=args.keep_days, keep_error_days=args.keep_error_days
@@ -1257,7 +1259,6 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_grant(args: argparse.Namespace) -> int:
-    from sqlalchemy import text
 
     from jobtui.core.actions import action_grant_statements, check_patterns
     from jobtui.core.privileges import grant_statements, parse_account, quote_account
@@ -1271,14 +1272,13 @@ def cmd_grant(args: argparse.Namespace) -> int:
     if args.revoke_actions:
         check_patterns(args.revoke_actions)
     with _store(args, read_only=not args.apply) as store:
-        if store.is_sqlite:
+        if not store.backend.has_accounts:
             raise InvalidInput(
                 "SQLite has no accounts: whoever may open the file sees and changes every "
                 "job (use file permissions); grants are for MySQL/MariaDB"
                 + ("; on SQLite every registered action is allowed" if patterns else "")
             )
-        with store.engine.connect() as conn:
-            database = conn.execute(text("SELECT DATABASE()")).scalar()
+        database = store.schema_name
         if not database:
             raise InvalidInput(
                 f"no database in {store.masked_url}: give one, e.g. mysql+pymysql://USER@HOST/DB"

@@ -52,8 +52,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobtui.core import actions
+from jobtui.core.jobdefs import MAX_MAX_FAILURES
 from jobtui.core.model import JOB_NAME_RE
-from jobtui.core.store import MAX_MAX_FAILURES
 
 S = ["--sql", "SELECT 1"]
 E = ["--every", "60"]

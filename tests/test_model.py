@@ -9,6 +9,7 @@ import pytest
 
 from jobtui.core.db import mask_text, mask_url, parse_url, resolve_url
 from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobNotFound
+from jobtui.core.jobdefs import check_description, check_max_failures, merge_schedule
 from jobtui.core.model import (
     Intent,
     Job,
@@ -23,7 +24,6 @@ from jobtui.core.model import (
     quote_identifier,
     split_procedure,
 )
-from jobtui.core.store import check_description, check_max_failures, merge_schedule
 from jobtui.core.timeutil import aware, from_db, iso, parse_when, to_db
 
 

@@ -20,9 +20,10 @@ from jobtui.cli import main
 from jobtui.core import schema
 from jobtui.core.errors import InvalidInput, JobtuiError
 from jobtui.core.model import Job, Outcome, What
+from jobtui.core.retention import Retention, prune_lock_name
 from jobtui.core.runner import RunnerPool
 from jobtui.core.schedules import make_schedule
-from jobtui.core.store import JobStore, Retention, open_store, prune_lock_name
+from jobtui.core.store import JobStore, open_store
 from jobtui.core.timeutil import to_db, utcnow
 
 T0 = datetime(2030, 3, 1, 12, 0, 0, tzinfo=UTC)

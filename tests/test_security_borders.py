@@ -25,9 +25,10 @@ from conftest import admin_connection
 from jobtui.core import claims, schema
 from jobtui.core.errors import JobtuiError, PermissionDenied
 from jobtui.core.model import Outcome, What
+from jobtui.core.retention import prune_lock_name
 from jobtui.core.runner import RunnerPool
 from jobtui.core.schedules import make_schedule
-from jobtui.core.store import open_store, prune_lock_name
+from jobtui.core.store import open_store
 
 pytestmark = pytest.mark.mariadb
 

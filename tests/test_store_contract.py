@@ -75,7 +75,9 @@ def cstore(db_url: str, clock: FakeClock) -> Iterator[JobStore]:
 
 def next_day_expr(store: JobStore) -> str:
     """Oracle's INTERVAL 'SYSDATE + 1' in the backend's own SQL."""
-    return "datetime(NOW(), '+1 day')" if store.is_sqlite else "NOW() + INTERVAL 1 DAY"
+    return (
+        "datetime(NOW(), '+1 day')" if store.backend.name == "sqlite" else "NOW() + INTERVAL 1 DAY"
+    )
 
 
 def dump_jobs(store: JobStore) -> list[tuple[Any, ...]]:
@@ -408,7 +410,7 @@ def test_preview_expr_null_ends_the_list(cstore: JobStore) -> None:
     # NULL means "this was the last run" (DBMS_JOB): the preview stops there
     expr = (
         "CASE WHEN NOW() < '2030-01-09' THEN datetime(NOW(), '+1 day') END"
-        if cstore.is_sqlite
+        if cstore.backend.name == "sqlite"
         else "IF(NOW() < '2030-01-09', NOW() + INTERVAL 1 DAY, NULL)"
     )
     job = cstore.submit("ending", What("sql", "SELECT 1"), make_schedule("expr", expr=expr))
@@ -551,7 +553,7 @@ def test_get_and_list_are_scoped_to_the_owner(cstore: JobStore) -> None:
 
 
 def test_owner_is_the_connecting_account(store: JobStore) -> None:
-    if store.is_sqlite:
+    if store.backend.name == "sqlite":
         import getpass
 
         assert store.owner == getpass.getuser()
@@ -1207,7 +1209,9 @@ def bad_input_cases(store: JobStore) -> list[tuple[str, Callable[[], Any], str]]
     """(id, call, message fragment): each must raise InvalidInput and change nothing."""
     sql = What("sql", "SELECT 1")
     every = make_schedule("every", every=10)
-    past_expr = "datetime(NOW(), '-1 day')" if store.is_sqlite else "NOW() - INTERVAL 1 DAY"
+    past_expr = (
+        "datetime(NOW(), '-1 day')" if store.backend.name == "sqlite" else "NOW() - INTERVAL 1 DAY"
+    )
     cases: list[tuple[str, Callable[[], Any], str]] = []
     for name in NAME_CASES:
         cases.append((f"name {name!r}", lambda n=name: store.submit(n, sql, every), "job name"))

@@ -229,9 +229,8 @@ def check_granted(conn: Connection, job: Any) -> None:
 
 def refuse_ungranted(conn: Connection, account: str, name: str) -> None:
     """At submit/change: InvalidInput when the account may read the allow-list and no
-    pattern allows ``name``. An operator may not read it: the runner then decides."""
-    if conn.dialect.name == "sqlite":
-        return
+    pattern allows ``name``. An operator may not read it: the runner then decides.
+    MySQL/MariaDB (``Backend.refuse_ungranted``): SQLite allows every registered action."""
     try:
         patterns = granted_patterns(conn, account)
     except DBAPIError as exc:

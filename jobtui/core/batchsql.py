@@ -21,7 +21,7 @@ from typing import Any
 from jobtui.core import schema
 from jobtui.core.db import write_datetime
 from jobtui.core.model import Job, Outcome
-from jobtui.core.store import SCHEDULE_FIELDS, job_fields_getter, jobs_from_values
+from jobtui.core.rowmap import SCHEDULE_FIELDS, job_fields_getter, jobs_from_values
 
 JOB = schema.job.name
 RUN = schema.run.name

@@ -1,4 +1,4 @@
-"""Connecting: where the database is, engines for both backends, masking secrets.
+"""Connecting: where the database is, an engine by its backend, masking secrets, PyMySQL's codec.
 
 The URL comes from ``--db``, else ``JOBTUI_DB``, else a SQLite file in the
 user's data directory. MySQL/MariaDB credentials may come from an option file
@@ -11,8 +11,6 @@ from __future__ import annotations
 import configparser
 import os
 import re
-import sqlite3
-import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -20,15 +18,12 @@ from typing import Any
 from pymysql import converters as pymysql_converters
 from pymysql import optionfile
 from pymysql.constants import FIELD_TYPE
-from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 
-from jobtui.core.errors import DatabaseUnavailable, InvalidInput
-from jobtui.core.timeutil import to_db, utcnow
+from jobtui.core.errors import InvalidInput
 
 ENV_VAR = "JOBTUI_DB"
-SQLITE_BUSY_MS = 30_000
 
 
 def default_db_path() -> Path:
@@ -270,81 +265,13 @@ def mask_text(text: str) -> str:
     return _PASSWORD_IN_QUERY.sub(r"\1***", _PASSWORD_IN_URL.sub(r"\1***@", text))
 
 
-def is_sqlite(engine: Engine) -> bool:
-    return engine.dialect.name == "sqlite"
-
-
-# SQLite's own datetime('now') reads the system clock; jobtui registers NOW()
-# so expr schedules can be evaluated (and previewed) at any instant.
-_sqlite_now = threading.local()
-
-
-class sqlite_now_override:
-    """Within this block, SQLite's NOW() returns ``when`` on this thread."""
-
-    def __init__(self, when: datetime) -> None:
-        self.when = when
-
-    def __enter__(self) -> None:
-        _sqlite_now.value = self.when
-
-    def __exit__(self, *exc: object) -> None:
-        _sqlite_now.value = None
-
-
-def _sqlite_now_fn() -> str:
-    value = getattr(_sqlite_now, "value", None) or utcnow()
-    naive = to_db(value)
-    assert naive is not None
-    return naive.strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
 def make_engine(url_text: str, *, pool_size: int = 5) -> Engine:
-    """An engine for either backend, configured as jobtui needs it."""
+    """An engine for the URL's database, configured as jobtui needs it (its backend's
+    ``create_engine``)."""
+    from jobtui.core.backends import backend_class  # (the backends read this module)
+
     url = parse_url(url_text)
-    if url.get_backend_name() == "sqlite":
-        return _sqlite_engine(url)
-    return _mysql_engine(url, pool_size=pool_size)
-
-
-def _sqlite_engine(url: URL) -> Engine:
-    database = url.database or ""
-    if database and database != ":memory:":
-        path = Path(database).expanduser()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise DatabaseUnavailable(
-                f"database unavailable: cannot create the directory {str(path.parent)!r} for "
-                f"the SQLite file ({exc.strerror or exc}); give --db sqlite:///PATH in a "
-                "writable directory"
-            ) from None
-        url = url.set(database=str(path))
-    engine = create_engine(
-        url,
-        connect_args={"timeout": SQLITE_BUSY_MS / 1000, "check_same_thread": False},
-        pool_pre_ping=False,
-    )
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
-        # We issue BEGIN ourselves (below) so that claims can use BEGIN IMMEDIATE.
-        dbapi_conn.isolation_level = None
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
-        cur.execute("PRAGMA synchronous=NORMAL")
-        cur.close()
-        dbapi_conn.create_function("NOW", 0, _sqlite_now_fn)
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Any) -> None:
-        if conn.get_execution_options().get("immediate"):
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-        else:
-            conn.exec_driver_sql("BEGIN")
-
-    return engine
+    return backend_class(url.get_backend_name()).create_engine(url, pool_size=pool_size)
 
 
 def _read_datetime(value: Any) -> Any:
@@ -405,7 +332,7 @@ def reset_mysql_session(raw: Any) -> None:
     global value (time_zone, sql_mode, character sets ...), drops user
     variables, temporary tables and prepared statements, releases named locks
     and sets autocommit to the server's default. Then what connecting set up
-    is applied again, from the connection's own parameters (``_mysql_engine``'s
+    is applied again, from the connection's own parameters (``MySQLBackend.create_engine``'s
     ``connect_args`` and ``charset``, as PyMySQL's connect applies them: SET
     NAMES, sql_mode, ``init_command`` (the UTC time zone), autocommit), in one
     SET statement when ``init_command`` is a SET. Two round trips in all.
@@ -434,26 +361,3 @@ def reset_mysql_session(raw: Any) -> None:
 
 
 _SET_STATEMENT = re.compile(r"\s*SET\s+", re.IGNORECASE)
-
-
-def _mysql_engine(url: URL, *, pool_size: int) -> Engine:
-    query = dict(url.query)
-    option_file = query.get("read_default_file")
-    if isinstance(option_file, str):
-        query["read_default_file"] = os.path.expanduser(option_file)
-    query.setdefault("charset", "utf8mb4")
-    url = url.set(query=query)
-    return create_engine(
-        url,
-        pool_pre_ping=True,
-        pool_recycle=3600,
-        pool_size=pool_size,
-        max_overflow=pool_size * 2,
-        connect_args={
-            # All DATETIME values are UTC; NOW() in expr schedules is UTC too.
-            "init_command": "SET time_zone = '+00:00'",
-            "connect_timeout": 5,
-            "autocommit": False,
-            "conv": _mysql_conversions(),
-        },
-    )

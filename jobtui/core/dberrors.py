@@ -1,8 +1,45 @@
-"""What the database drivers' errors mean: their codes, read once for every module."""
+"""What the database drivers' errors mean: their codes, read once for every module, and
+their translation into jobtui's errors (a masked, one-line message)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, ParamSpec, TypeVar
+
+from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
+
+from jobtui.core.db import mask_text
+from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobtuiError, PermissionDenied
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+# MySQL error codes for "this account may not" (create views, read a table ...).
+PERMISSION_ERRORS = {1044, 1142, 1143, 1227, 1370}
+NO_SUCH_TABLE = 1146
+
+# MySQL client error codes that mean "the server is not there (any more)".
+CONNECTION_ERRORS = {
+    1040,
+    1042,
+    1043,
+    1044,
+    1045,
+    1049,
+    1053,
+    1152,
+    1158,
+    1159,
+    1160,
+    1161,
+    2002,
+    2003,
+    2005,
+    2006,
+    2013,
+    2055,
+}
 
 
 def error_code(exc: BaseException) -> int | None:
@@ -11,3 +48,79 @@ def error_code(exc: BaseException) -> int | None:
     orig: Any = getattr(exc, "orig", None) or exc
     args = getattr(orig, "args", ())
     return args[0] if args and isinstance(args[0], int) else None
+
+
+def short_error(exc: BaseException) -> str:
+    """The driver's message of ``exc``: its first line, passwords masked."""
+    orig = getattr(exc, "orig", None) or exc
+    args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
+    msg = str(args[1]) if len(args) > 1 and isinstance(args[0], int) else str(orig)
+    return mask_text(msg.splitlines()[0] if msg else type(orig).__name__)
+
+
+def db_errors(fn: Callable[P, T]) -> Callable[P, T]:
+    """Turn driver errors into jobtui errors with a masked, one-line message."""
+
+    @wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except JobtuiError:
+            raise
+        except SQLAlchemyError as exc:
+            raise translate_db_error(exc) from exc
+        except UnicodeEncodeError as exc:
+            # e.g. argv bytes that were not UTF-8 (surrogate escapes): the driver cannot
+            # send them; the statement never ran, its transaction is rolled back
+            bad = exc.object[exc.start : exc.end] if isinstance(exc.object, str) else ""
+            raise InvalidInput(
+                f"invalid text: {bad!r} is not valid Unicode (bytes that are not UTF-8?); "
+                "give names and values as UTF-8 text"
+            ) from None
+
+    return wrapper
+
+
+def translate_db_error(exc: BaseException) -> JobtuiError:
+    """A DatabaseUnavailable for lost or refused connections, else a DB error message."""
+    orig = getattr(exc, "orig", None) or exc
+    args = getattr(orig, "args", ())
+    code = args[0] if args else None
+    message = short_error(exc)
+    if isinstance(exc, OperationalError) and (
+        code in CONNECTION_ERRORS
+        or (
+            not isinstance(code, int)
+            and ("unable to open" in message or "disk I/O" in message or "readonly" in message)
+        )
+    ):
+        return DatabaseUnavailable(f"database unavailable: {message}{_sqlite_hint(message)}")
+    if isinstance(exc, DBAPIError) and getattr(exc, "connection_invalidated", False):
+        return DatabaseUnavailable(f"database unavailable: {message}")
+    if code in PERMISSION_ERRORS:
+        return PermissionDenied(
+            f"permission denied: {message}; this account lacks the privilege (an admin grants "
+            "it with `jobtui grant ACCOUNT --operator|--admin|--runner`, docs/privileges.md)"
+        )
+    if code == NO_SUCH_TABLE or "no such table: jobtui_" in message:
+        err = JobtuiError(
+            f"database error: {message}; this database has no jobtui tables yet: run "
+            "`jobtui init` (a read-only console or command does not create them)"
+        )
+        err.exit_code = 1
+        return err
+    err = JobtuiError(f"database error: {message}")
+    err.exit_code = 1
+    return err
+
+
+def _sqlite_hint(message: str) -> str:
+    """What to check when SQLite cannot open or write its file (docs/reliability.md)."""
+    if "unable to open" in message or "readonly" in message:
+        return (
+            " (is the file and its directory writable? SQLite's WAL mode also creates "
+            "-wal and -shm files next to it, even to read)"
+        )
+    if "disk I/O" in message:
+        return " (is the disk full, or the file or its directory read-only?)"
+    return ""

@@ -29,16 +29,20 @@ import contextlib
 import functools
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from jobtui.core.dberrors import short_error
 from jobtui.core.errors import InvalidInput
 from jobtui.core.model import Job, Schedule, What, quote_identifier, split_procedure
+
+log = logging.getLogger("jobtui.store")
 
 PROC_PREFIX = "jobtui_w_"
 FUNC_PREFIX = "jobtui_x_"
@@ -418,3 +422,67 @@ def check(verdict: Verdict | None) -> str:
             verdict.problem or "the job's routine was refused", runner_side=verdict.runner_side
         )
     return verdict.name
+
+
+# ---------------------------------------------------------------------- a job's routines
+
+
+def install_for_job(
+    engine: Engine, job_id: int, what: What | None, schedule: Schedule | None
+) -> tuple[list[Routine], list[Routine]]:
+    """Create the job's routines for ``what`` and an expr ``schedule`` (either may be
+    None: not given) in a session of ``engine`` (the owner's): (wanted, created).
+
+    A refusal raises InvalidInput with the server's reason, nothing left behind.
+    """
+    with engine.connect() as conn:
+        try:
+            role = current_role(conn)
+            want = []
+            if what is not None:
+                want += [r for r in [for_what(job_id, what, role)] if r is not None]
+            if schedule is not None and schedule.kind == "expr" and schedule.expr is not None:
+                want.append(for_expr(job_id, schedule.expr, role))
+            return want, install(conn, want)
+        finally:
+            conn.rollback()
+
+
+def drop_for_job(
+    engine: Engine,
+    job_id: int,
+    keep: list[Routine] | None = None,
+    *,
+    only: list[Routine] | None = None,
+    types: list[str] | None = None,
+) -> None:
+    """Drop the job's routines other than ``keep`` (or exactly ``only``); a failure is
+    logged, never raised: a routine that matches no job is never run."""
+    try:
+        with engine.connect() as conn:
+            try:
+                if only is not None:
+                    drop(conn, only)
+                else:
+                    left = drop_stale(conn, job_id, keep or [], types=types)
+                    if left:
+                        log.info("routines left for an admin to drop: %s", ", ".join(left))
+            finally:
+                conn.rollback()
+    except SQLAlchemyError as exc:
+        log.warning("could not drop the routines of job %s: %s", job_id, short_error(exc))
+
+
+def install_missing(engine: Engine, jobs: Iterable[Job]) -> int:
+    """Create the routines ``jobs`` need and lack, in a session of ``engine`` (their
+    owner's); returns how many were created."""
+    created = 0
+    with engine.connect() as conn:
+        try:
+            role = current_role(conn)
+            want = [r for j in jobs for r in wanted(j.id, j.what, j.schedule, role)]
+            for i in range(0, len(want), 500):
+                created += len(install(conn, want[i : i + 500]))
+        finally:
+            conn.rollback()
+    return created

@@ -41,10 +41,13 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from jobtui.core import batchsql, bookkeeping, claims, executor, routines, schema
 from jobtui.core.db import make_engine, mask_text, reset_mysql_session
+from jobtui.core.dberrors import translate_db_error
 from jobtui.core.errors import InvalidInput, JobLocked, JobtuiError
 from jobtui.core.model import Intent, Job, Outcome, Status
+from jobtui.core.retention import Retention
+from jobtui.core.rowmap import job_from_row
 from jobtui.core.schedules import next_slot
-from jobtui.core.store import JobStore, Retention, job_from_row, translate_db_error
+from jobtui.core.store import JobStore
 from jobtui.core.timeutil import Clock, aware, from_db, iso, to_db
 from jobtui.core.transitions import PHASES, derive_status, is_due_for_schedule
 

@@ -38,7 +38,7 @@ from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateColumn
 
-from jobtui.core.dberrors import error_code
+from jobtui.core.dberrors import PERMISSION_ERRORS, error_code
 
 SCHEMA_VERSION = 1
 
@@ -335,10 +335,6 @@ def views_digest() -> str:
     return hashlib.sha1(body.encode()).hexdigest()[:16]
 
 
-# MySQL error codes for "this account may not" (create views, read a table ...).
-PERMISSION_ERRORS = {1044, 1142, 1143, 1227, 1370}
-
-
 def ensure_schema(engine: Engine) -> None:
     """Create missing tables and add missing columns (idempotent).
 
@@ -346,15 +342,15 @@ def ensure_schema(engine: Engine) -> None:
     (or older) file at once wait for each other's DDL instead of failing with
     "database is locked" when their read transactions try to become writes.
     """
-    with engine.connect() as conn, conn.execution_options(immediate=True).begin():
+    from jobtui.core.backends import backend_for  # (the backends read this module)
+
+    backend = backend_for(engine)
+    with engine.connect() as conn, backend.begin_write(conn):
         metadata.create_all(conn, checkfirst=True)
         _add_missing_columns(conn)
-        if conn.dialect.name == "sqlite":
-            _sqlite_job_ids_never_reused(conn)
+        backend.finish_schema(conn)
         _set_version(conn)
-    if engine.dialect.name != "sqlite":
-        ensure_lock_key(engine)
-        ensure_views(engine)
+    backend.after_schema()
 
 
 def ensure_lock_key(engine: Engine) -> bool:
@@ -463,7 +459,7 @@ _ZERO: dict[Any, Any] = {
 }
 
 
-def _sqlite_job_ids_never_reused(conn: Connection) -> None:
+def sqlite_job_ids_never_reused(conn: Connection) -> None:
     """Rebuild a job table made before ``sqlite_autoincrement`` so that ids are never reused.
 
     Without AUTOINCREMENT SQLite gives a new row the largest id + 1, so removing

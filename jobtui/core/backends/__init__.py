@@ -11,11 +11,15 @@ from jobtui.core.backends.base import Backend
 from jobtui.core.backends.mysql import MySQLBackend
 from jobtui.core.backends.sqlite import SQLiteBackend
 
-__all__ = ["Backend", "MySQLBackend", "SQLiteBackend", "backend_for"]
+__all__ = ["Backend", "MySQLBackend", "SQLiteBackend", "backend_class", "backend_for"]
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The backend of a database by its SQLAlchemy name: "sqlite", else "mysql" or
+    "mariadb" (MySQL and MariaDB share one)."""
+    return SQLiteBackend if name == "sqlite" else MySQLBackend
 
 
 def backend_for(engine: Engine) -> Backend:
-    """The backend of ``engine``'s database (MySQL and MariaDB share one)."""
-    if engine.dialect.name == "sqlite":
-        return SQLiteBackend(engine)
-    return MySQLBackend(engine)
+    """The backend of ``engine``'s database."""
+    return backend_class(engine.dialect.name)(engine)

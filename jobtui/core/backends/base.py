@@ -8,9 +8,30 @@ place its database's dialect is spoken.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
-from sqlalchemy.engine import Engine
+from sqlalchemy import Table
+from sqlalchemy.engine import URL, Connection, Engine, RootTransaction
+
+if TYPE_CHECKING:
+    from jobtui.core.model import Job
+
+T = TypeVar("T")
+
+
+class Poller(Protocol):
+    """Runs a caller's query again and again (the console, once a second): ``Backend.poller``."""
+
+    def run(self, query: Callable[[Connection], T]) -> T:
+        """Run ``query`` (one SELECT, its result read inside) and return what it returns."""
+        ...
+
+    def close(self) -> None:
+        """Give back what the poller keeps (a connection); it may be used again after."""
+        ...
 
 
 class Backend:
@@ -31,7 +52,82 @@ class Backend:
 
     # ---------------------------------------------------------------- connections
 
+    @classmethod
+    def create_engine(cls, url: URL, *, pool_size: int) -> Engine:
+        """An engine on ``url`` (validated by ``db.parse_url``) whose connections are set
+        up as jobtui needs them (time zone, isolation, the pool)."""
+        raise NotImplementedError
+
+    def begin_write(self, conn: Connection) -> RootTransaction:
+        """Begin a transaction on ``conn`` that is going to write: one that takes the
+        database's write lock at once where writers would otherwise deadlock on
+        upgrading a read (SQLite's BEGIN IMMEDIATE); a plain one elsewhere."""
+        raise NotImplementedError
+
+    def poller(self) -> Poller:
+        """A new poller for a caller that asks again and again (``JobStore.poll``): as
+        cheap a read as the database allows."""
+        raise NotImplementedError
+
     # ---------------------------------------------------------------- store
+
+    def current_user(self) -> str:
+        """The connecting account, the owner of the jobs it submits (the OS login where
+        the database has no accounts)."""
+        raise NotImplementedError
+
+    def schema_name(self) -> str:
+        """The name of the database that holds the jobtui tables ("" where there is none)."""
+        raise NotImplementedError
+
+    def readable_tables(self, owner: Callable[[], str]) -> tuple[Table, Table]:
+        """The job and run tables this account reads: the tables (admin, runner) or the
+        operators' views of their own rows; ``owner()`` names the account in a refusal
+        (PermissionDenied when it may read neither)."""
+        raise NotImplementedError
+
+    def prune_lock(self, lock_key: Callable[[], str], wait: float) -> AbstractContextManager[bool]:
+        """Hold the right to prune the run log for the ``with`` block: True when this
+        process has it, False when another pruner held it for ``wait`` seconds.
+        ``lock_key()`` is the key of the named locks' names, read only when needed."""
+        raise NotImplementedError
+
+    def evaluate_expr(
+        self, conn: Connection, expr: str, now: datetime, *, job: Job | None, schema_name: str
+    ) -> Any:
+        """The raw value of the date expression ``expr`` as at ``now``, bounded in time
+        (``routines.EXPR_TIMEOUT``) and size; with ``job``, the job's own expression
+        (evaluated as its owner where routines exist, verified first in ``schema_name``).
+        Errors are SQLAlchemy's (``timed_out`` tells a timeout) or RoutineRefused."""
+        raise NotImplementedError
+
+    def timed_out(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is an evaluation stopped by ``evaluate_expr``'s time limit."""
+        raise NotImplementedError
+
+    def check_sql(self, statement: str) -> None:
+        """Compile ``statement`` without running it; the database's error (DBAPIError)
+        when it rejects it."""
+        raise NotImplementedError
+
+    def check_procedure(self, schema_name: str, procedure: str, nargs: int) -> None:
+        """InvalidInput unless ``schema_name.procedure`` is a stored procedure this account
+        sees, taking ``nargs`` IN arguments (or unless the database has procedures)."""
+        raise NotImplementedError
+
+    def refuse_ungranted(self, account: str, action: str) -> None:
+        """At submit/change: InvalidInput when the admins' allow-list of actions is
+        readable and no pattern allows ``action`` to ``account`` (nothing to check
+        where the database has no accounts)."""
+        raise NotImplementedError
+
+    def finish_schema(self, conn: Connection) -> None:
+        """Inside ``schema.ensure_schema``'s transaction, after the tables and columns:
+        what this database's tables need besides (may do nothing)."""
+
+    def after_schema(self) -> None:
+        """After ``schema.ensure_schema``'s transaction: what lives beside the tables
+        (keys, views; may do nothing)."""
 
     # ---------------------------------------------------------------- runners: claim and record
 

@@ -2,9 +2,73 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+import sqlalchemy
+from sqlalchemy import Table, select, text
+from sqlalchemy.engine import URL, Connection, Engine, RootTransaction
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from jobtui.core import actions, db, routines, schema
 from jobtui.core.backends.base import Backend
+from jobtui.core.dberrors import NO_SUCH_TABLE, PERMISSION_ERRORS, error_code
+from jobtui.core.errors import InvalidInput, PermissionDenied
+from jobtui.core.retention import prune_lock_name
+from jobtui.core.timeutil import aware
+
+if TYPE_CHECKING:
+    from jobtui.core.model import Job
+
+T = TypeVar("T")
+
+
+class KeptConnectionPoller:
+    """MySQL's poller: one connection kept for the purpose, in autocommit.
+
+    One round trip a query, where a pooled read costs four (the pool's
+    pre-ping, the SELECT, the COMMIT, the pool's ROLLBACK on return). A
+    connection the server dropped while it was kept (a restart, wait_timeout)
+    is replaced once on the spot; a failure on a fresh connection goes to the
+    caller, and the next call connects again.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._conn: Connection | None = None
+        self._lock = threading.Lock()
+
+    def run(self, query: Callable[[Connection], T]) -> T:
+        with self._lock:
+            while True:
+                kept = self._conn is not None
+                if self._conn is None:
+                    self._conn = self.engine.connect().execution_options(
+                        isolation_level="AUTOCOMMIT"
+                    )
+                conn = self._conn
+                try:
+                    return query(conn)
+                except DBAPIError as exc:
+                    self._drop()
+                    if not (kept and exc.connection_invalidated):
+                        raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except SQLAlchemyError:
+                pass  # the connection is gone already: nothing to give back
 
 
 class MySQLBackend(Backend):
@@ -14,7 +78,165 @@ class MySQLBackend(Backend):
 
     # ---------------------------------------------------------------- connections
 
+    @classmethod
+    def create_engine(cls, url: URL, *, pool_size: int) -> Engine:
+        query = dict(url.query)
+        option_file = query.get("read_default_file")
+        if isinstance(option_file, str):
+            query["read_default_file"] = os.path.expanduser(option_file)
+        query.setdefault("charset", "utf8mb4")
+        url = url.set(query=query)
+        return sqlalchemy.create_engine(
+            url,
+            pool_pre_ping=True,
+            pool_recycle=3600,
+            pool_size=pool_size,
+            max_overflow=pool_size * 2,
+            connect_args={
+                # All DATETIME values are UTC; NOW() in expr schedules is UTC too.
+                "init_command": "SET time_zone = '+00:00'",
+                "connect_timeout": 5,
+                "autocommit": False,
+                "conv": db._mysql_conversions(),  # PyMySQL's codec, with fast datetimes
+            },
+        )
+
+    def begin_write(self, conn: Connection) -> RootTransaction:
+        return conn.begin()  # rows are locked as they are read (SELECT ... FOR UPDATE)
+
+    def poller(self) -> KeptConnectionPoller:
+        return KeptConnectionPoller(self.engine)
+
     # ---------------------------------------------------------------- store
+
+    def current_user(self) -> str:
+        with self.engine.connect() as conn:
+            return str(conn.execute(text("SELECT CURRENT_USER()")).scalar_one())
+
+    def schema_name(self) -> str:
+        with self.engine.connect() as conn:
+            return str(conn.exec_driver_sql("SELECT DATABASE()").scalar())
+
+    def readable_tables(self, owner: Callable[[], str]) -> tuple[Table, Table]:
+        """The database decides, not jobtui: an operator account has no privilege on the
+        tables (docs/privileges.md). Missing tables count as "the tables" (``jobtui
+        init`` creates them)."""
+        with self.engine.connect() as conn:
+            try:
+                conn.execute(select(schema.job.c.id).limit(0)).all()
+                return schema.job, schema.run
+            except DBAPIError as exc:
+                if error_code(exc) not in PERMISSION_ERRORS:
+                    if error_code(exc) == NO_SUCH_TABLE:
+                        return schema.job, schema.run
+                    raise
+                conn.rollback()
+            try:
+                conn.execute(select(schema.user_job.c.id).limit(0)).all()
+            except DBAPIError as exc:
+                if error_code(exc) in (NO_SUCH_TABLE, *PERMISSION_ERRORS):
+                    raise PermissionDenied(
+                        f"permission denied: account {owner()!r} may read neither the "
+                        f"jobtui tables nor the operators' views ({schema.USER_JOB_VIEW}); an "
+                        "admin runs `jobtui init` and `jobtui grant ACCOUNT --operator` "
+                        "(docs/privileges.md)"
+                    ) from None
+                raise
+            return schema.user_job, schema.user_run
+
+    @contextmanager
+    def prune_lock(self, lock_key: Callable[[], str], wait: float) -> Iterator[bool]:
+        """The named lock ``retention.prune_lock_name``, held by a connection of its own."""
+        with self.engine.connect() as lock_conn:
+            name = prune_lock_name(
+                lock_key(), str(lock_conn.execute(text("SELECT DATABASE()")).scalar())
+            )
+            got = lock_conn.execute(
+                text("SELECT GET_LOCK(:n, :w)"), {"n": name, "w": max(0.0, float(wait))}
+            ).scalar()
+            lock_conn.commit()
+            if got != 1:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                lock_conn.execute(text("DO RELEASE_LOCK(:n)"), {"n": name})
+                lock_conn.commit()
+
+    def evaluate_expr(
+        self, conn: Connection, expr: str, now: datetime, *, job: Job | None, schema_name: str
+    ) -> Any:
+        """``SET @@timestamp`` makes NOW() return ``now`` for this session. With ``job``
+        (the runner) the expression is the job's own FUNCTION, verified on ``mysql.proc``
+        and run with its owner's rights; without, it runs in this session, with this
+        account's rights (the owner's own check at submit, or a preview of its own
+        schedule). ``SET STATEMENT max_statement_time`` bounds it."""
+        if job is not None:
+            verdict = routines.verify(conn, schema_name, [job], kind=routines.FUNCTION).get(job.id)
+            select_ = f"SELECT {routines.qualified(schema_name, routines.check(verdict))}()"
+        else:
+            select_ = f"SELECT ({expr})"
+        conn.execute(text("SET @@timestamp = :ts"), {"ts": aware(now).timestamp()})
+        try:
+            return routines.scalar(
+                conn, f"SET STATEMENT max_statement_time={routines.EXPR_TIMEOUT:g} FOR {select_}"
+            )
+        finally:
+            conn.execute(text("SET @@timestamp = DEFAULT"))
+
+    def timed_out(self, exc: BaseException) -> bool:
+        return error_code(exc) == 1969  # max_statement_time exceeded
+
+    def check_sql(self, statement: str) -> None:
+        with self.engine.connect() as conn:
+            try:
+                conn.execute(text("PREPARE jobtui_check FROM :s"), {"s": statement})
+                conn.execute(text("DEALLOCATE PREPARE jobtui_check"))
+            finally:
+                conn.rollback()
+
+    def check_procedure(self, schema_name: str, procedure: str, nargs: int) -> None:
+        with self.engine.connect() as conn, conn.begin():
+            found = conn.execute(
+                text(
+                    "SELECT COUNT(*) FROM information_schema.ROUTINES "
+                    "WHERE ROUTINE_SCHEMA = :s AND ROUTINE_NAME = :p "
+                    "AND ROUTINE_TYPE = 'PROCEDURE'"
+                ),
+                {"s": schema_name, "p": procedure},
+            ).scalar_one()
+            if not found:
+                raise InvalidInput(
+                    f"procedure {schema_name}.{procedure} does not exist (or you may not see "
+                    f"it): create it first, e.g. CREATE PROCEDURE `{schema_name}`.`{procedure}`() ..."
+                )
+            params = conn.execute(
+                text(
+                    "SELECT PARAMETER_MODE FROM information_schema.PARAMETERS "
+                    "WHERE SPECIFIC_SCHEMA = :s AND SPECIFIC_NAME = :p "
+                    "AND ROUTINE_TYPE = 'PROCEDURE' AND ORDINAL_POSITION > 0"
+                ),
+                {"s": schema_name, "p": procedure},
+            ).all()
+        if len(params) != nargs:
+            raise InvalidInput(
+                f"procedure {schema_name}.{procedure} takes {len(params)} argument(s), "
+                f"{nargs} given with --arg"
+            )
+        if any(p[0] != "IN" for p in params):
+            raise InvalidInput(
+                f"procedure {schema_name}.{procedure} has OUT/INOUT parameters: jobtui binds "
+                "literal arguments only, so use a procedure with IN parameters"
+            )
+
+    def refuse_ungranted(self, account: str, action: str) -> None:
+        with self.engine.connect() as conn, conn.begin():
+            actions.refuse_ungranted(conn, account, action)
+
+    def after_schema(self) -> None:
+        schema.ensure_lock_key(self.engine)
+        schema.ensure_views(self.engine)
 
     # ---------------------------------------------------------------- runners: claim and record
 

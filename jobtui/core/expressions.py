@@ -1,0 +1,165 @@
+"""Expr schedules: a date expression evaluated by the database (DBMS_JOB's INTERVAL), its
+check at submit, and the preview of a job's next run times.
+
+The evaluation itself differs between databases (``Backend.evaluate_expr``);
+what a result means, and the refusals a person reads, are the same on both.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from jobtui.core import bookkeeping, routines
+from jobtui.core.dberrors import short_error, translate_db_error
+from jobtui.core.errors import DatabaseUnavailable, InvalidInput, PermissionDenied
+from jobtui.core.model import Job, Schedule, Status
+from jobtui.core.schedules import first_run, upcoming
+from jobtui.core.timeutil import aware
+from jobtui.core.transitions import halted_reason
+
+if TYPE_CHECKING:
+    from jobtui.core.store import JobStore
+
+MAX_PREVIEW = 1000
+
+
+def evaluate_expr(
+    store: JobStore,
+    expr: str,
+    now: datetime,
+    *,
+    conn: Connection | None = None,
+    job: Job | None = None,
+) -> datetime | None:
+    """``JobStore.evaluate_expr``: the expression's value at ``now`` (NULL -> None)."""
+    if conn is None:
+        with store.engine.connect() as own:
+            try:
+                return evaluate_expr(store, expr, now, conn=own, job=job)
+            finally:
+                own.rollback()
+    try:
+        value = store.backend.evaluate_expr(
+            conn, expr, now, job=job, schema_name=store.schema_name if job is not None else ""
+        )
+    except routines.RoutineRefused as exc:
+        if exc.runner_side:
+            raise PermissionDenied(f"--expr {expr!r} not evaluated: {exc}") from None
+        raise InvalidInput(f"--expr {expr!r} not evaluated: {exc}") from None
+    except OperationalError as exc:
+        translated = translate_db_error(exc)
+        if isinstance(translated, DatabaseUnavailable):
+            raise translated from exc
+        if store.backend.timed_out(exc):
+            raise InvalidInput(
+                f"invalid --expr {expr!r}: its evaluation took longer than "
+                f"{routines.EXPR_TIMEOUT:g} s (the limit for a date expression)"
+            ) from None
+        raise InvalidInput(
+            f"invalid --expr {expr!r}: the database rejected it ({short_error(exc)})"
+        ) from None
+    except DBAPIError as exc:
+        raise InvalidInput(
+            f"invalid --expr {expr!r}: the database rejected it ({short_error(exc)})"
+        ) from None
+    return _to_datetime(value, expr)
+
+
+def check_expr_schedule(store: JobStore, schedule: Schedule, now: datetime) -> None:
+    """Evaluate an expr schedule once (as at submit) to prove it yields a later date."""
+    if schedule.kind != "expr":
+        return
+    assert schedule.expr is not None
+    value = store.evaluate_expr(schedule.expr, now)
+    if value is None:
+        raise InvalidInput(
+            f"invalid --expr {schedule.expr!r}: it gives NULL now, so the job would run "
+            "once and never again; expected a later time such as NOW() + INTERVAL 1 DAY "
+            "(NULL later, at a run, means that run was the last: use --once for one run)"
+        )
+    if value <= now:
+        raise InvalidInput(
+            f"invalid --expr {schedule.expr!r}: it gives {value.isoformat()}, which is not "
+            "after NOW(); expected a later time such as NOW() + INTERVAL 1 DAY"
+        )
+
+
+def preview(store: JobStore, job: Job, n: int = 5) -> list[datetime]:
+    """``JobStore.preview``: the next ``n`` run times of a job."""
+    if job.problem or halted_reason(intent=job.intent, broken=job.broken, phase=job.phase):
+        return []  # a job with a problem never runs until its row is fixed
+    if store.backend.has_accounts and job.schedule.kind == "expr" and job.owner != store.owner:
+        # Another owner's expression is never evaluated with this account's rights
+        # (its runs evaluate it as the owner's own function): only the next run.
+        return [job.next_run][:n] if job.next_run is not None else []
+    return store.preview_schedule(
+        job.schedule,
+        n,
+        first=job.next_run,
+        anchor=bookkeeping.anchor(job),
+        finished=job.status is Status.FINISHED,
+    )
+
+
+def preview_schedule(
+    store: JobStore,
+    schedule: Schedule,
+    n: int = 5,
+    *,
+    first: datetime | None = None,
+    anchor: datetime | None = None,
+    finished: bool = False,
+) -> list[datetime]:
+    """``JobStore.preview_schedule``: the next ``n`` run times of a schedule."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_PREVIEW:
+        raise InvalidInput(f"invalid count {n!r}: expected a whole number from 0 to {MAX_PREVIEW}")
+    if finished or n == 0:
+        return []
+    now = store.now()
+    anchor = anchor or schedule.start or now
+    if first is None:
+        first = first_run(schedule, now)
+        if first is None:
+            return []
+    result = [first]
+    if schedule.kind in ("every", "cron"):
+        result += upcoming(schedule, first, anchor, n - 1)
+    elif schedule.kind == "expr":
+        assert schedule.expr is not None
+        cursor = first
+        with store.engine.connect() as conn:
+            try:
+                while len(result) < n:
+                    nxt = store.evaluate_expr(schedule.expr, cursor, conn=conn)
+                    if nxt is None or nxt <= cursor:
+                        break
+                    if schedule.finish and nxt > schedule.finish:
+                        break
+                    result.append(nxt)
+                    cursor = nxt
+            finally:
+                conn.rollback()
+    return result[:n]
+
+
+def _to_datetime(value: Any, expr: str) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return aware(value)
+    if isinstance(value, date):
+        return aware(datetime(value.year, value.month, value.day))
+    if isinstance(value, (bytes, str)):
+        textual = value.decode(errors="replace") if isinstance(value, bytes) else value
+        try:
+            return aware(datetime.fromisoformat(textual.strip()))
+        except ValueError:
+            pass
+    raise InvalidInput(
+        f"invalid --expr {expr!r}: it gave {value!r}, not a date-time; expected e.g. "
+        "NOW() + INTERVAL 1 DAY (MySQL) or datetime(NOW(), '+1 day') (SQLite)"
+    )

@@ -1,0 +1,137 @@
+"""A job's definition as given by a person: its checks (description, max failures), a
+partial schedule change merged into the current one, and an export file's entry.
+
+The console's edit form and the CLI check their input with the same functions
+the store applies before writing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from jobtui.core.errors import InvalidInput
+from jobtui.core.model import MAX_DESCRIPTION_LENGTH, Schedule, What, check_job_name
+from jobtui.core.schedules import make_schedule
+
+DEFAULT_MAX_FAILURES = 16
+MAX_MAX_FAILURES = 1_000_000
+UNSET: Any = object()  # "not given" where None means something (a time zone, a window end)
+
+
+def removal_pending(name: str) -> InvalidInput:
+    """The refusal of anything but ``remove`` on a job whose removal waits for its run."""
+    return InvalidInput(
+        f"job {name!r} is being removed: its run in flight is being aborted, and the job is "
+        "deleted when that run has ended; its name is free only then (try again in a moment; "
+        "`jobtui show` shows remove_requested)"
+    )
+
+
+def check_description(description: str | None) -> str:
+    if description is None:
+        return ""
+    if not isinstance(description, str) or "\x00" in description:
+        raise InvalidInput("invalid --description: text without NUL characters")
+    if len(description) > MAX_DESCRIPTION_LENGTH:
+        raise InvalidInput(
+            f"--description too long ({len(description)} characters): at most "
+            f"{MAX_DESCRIPTION_LENGTH}"
+        )
+    return description
+
+
+def check_max_failures(value: Any) -> int:
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        n = int(value)
+        if isinstance(value, float) and value != n:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise InvalidInput(
+            f"invalid --max-failures {value!r}: expected a whole number from 1 to {MAX_MAX_FAILURES}"
+        ) from None
+    if not 1 <= n <= MAX_MAX_FAILURES:
+        raise InvalidInput(
+            f"invalid --max-failures {value!r}: expected a whole number from 1 to {MAX_MAX_FAILURES}"
+        )
+    return n
+
+
+def merge_schedule(
+    current: Schedule,
+    *,
+    kind: str | None = None,
+    every: float | str | None = None,
+    cron: str | None = None,
+    tz: str | None = UNSET,
+    expr: str | None = None,
+    start: datetime | None = UNSET,
+    finish: datetime | None = UNSET,
+) -> Schedule:
+    """Apply a partial change to a schedule ("only what is given changes")."""
+    given = [k for k, v in (("every", every), ("cron", cron), ("expr", expr)) if v is not None]
+    if kind is not None and kind not in given:
+        given.append(kind)  # "once", or a kind whose value is missing (make_schedule says so)
+    if len(given) > 1:
+        raise InvalidInput("give one schedule: --every, --cron, --expr or --once")
+    new_kind = given[0] if given else current.kind
+    new_start = current.start if start is UNSET else start
+    new_finish = current.finish if finish is UNSET else finish
+    if new_kind == current.kind and not given:
+        new_tz = current.tz if tz is UNSET else tz
+        return make_schedule(
+            new_kind,
+            every=current.every,
+            cron=current.cron,
+            tz=new_tz,
+            expr=current.expr,
+            start=new_start,
+            finish=new_finish,
+        )
+    new_tz = None if tz is UNSET else tz
+    if new_kind == "cron" and tz is UNSET and current.kind == "cron":
+        new_tz = current.tz
+    return make_schedule(
+        new_kind, every=every, cron=cron, tz=new_tz, expr=expr, start=new_start, finish=new_finish
+    )
+
+
+def parse_job_definition(item: Any) -> tuple[str, What, Schedule, str, int, bool]:
+    """One entry of an export file, validated."""
+    from jobtui.core.timeutil import parse_when
+
+    if not isinstance(item, dict):
+        raise InvalidInput("expected a mapping with name, what and schedule")
+    if item.get("problem") is not None:
+        raise InvalidInput(
+            f"exported with a problem ({str(item['problem'])[:200]}): its values are "
+            "placeholders; fix the entry and delete its 'problem' field"
+        )
+    name = check_job_name(item.get("name", ""))
+    w = item.get("what")
+    if not isinstance(w, dict):
+        raise InvalidInput("'what' must be a mapping with kind, target and args")
+    args = w.get("args") or []
+    if not isinstance(args, list):
+        raise InvalidInput("'what.args' must be a list")
+    what = What(w.get("kind", ""), w.get("target", ""), tuple(str(a) for a in args))
+    s = item.get("schedule")
+    if not isinstance(s, dict):
+        raise InvalidInput("'schedule' must be a mapping with kind and its value")
+    sched = make_schedule(
+        str(s.get("kind", "")),
+        every=s.get("every"),
+        cron=s.get("cron"),
+        tz=s.get("tz"),
+        expr=s.get("expr"),
+        start=parse_when(s["start"], "schedule.start") if s.get("start") else None,
+        finish=parse_when(s["finish"], "schedule.finish") if s.get("finish") else None,
+    )
+    desc = check_description(item.get("description", ""))
+    maxf = check_max_failures(item.get("max_failures", DEFAULT_MAX_FAILURES))
+    disabled = item.get("disabled", False)
+    if not isinstance(disabled, bool):
+        raise InvalidInput("'disabled' must be true or false")
+    return name, what, sched, desc, maxf, disabled

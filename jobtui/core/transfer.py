@@ -1,0 +1,199 @@
+"""Export and import of job definitions (``jobtui export`` / ``jobtui import``).
+
+An export holds definitions, not runtime state; an import validates every
+entry before it writes any, and on MySQL/MariaDB creates the jobs' routines
+in the importing owner's session before their rows may be claimed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import delete, insert, select, update
+
+from jobtui.core import routines
+from jobtui.core.errors import InvalidInput
+from jobtui.core.jobdefs import parse_job_definition, removal_pending
+from jobtui.core.model import Intent, Schedule, What
+from jobtui.core.rowmap import new_job_values
+from jobtui.core.schedules import first_run
+from jobtui.core.transitions import status_after
+
+if TYPE_CHECKING:
+    from jobtui.core.store import JobStore
+
+Definition = tuple[str, What, Schedule, str, int, bool]
+# The columns an import writes over an existing job's row: its definition (the row's
+# runtime state, failures and run log stay), and the status they leave.
+_DEFINITION_COLUMNS = (
+    "description",
+    "max_failures",
+    "what_kind",
+    "what_target",
+    "what_args",
+    "schedule_kind",
+    "schedule_interval",
+    "schedule_cron",
+    "schedule_tz",
+    "schedule_expr",
+    "schedule_start",
+    "schedule_finish",
+    "schedule_anchor",
+    "updated",
+    "intent",
+    "phase",
+    "next_run",
+)
+
+
+def export_jobs(store: JobStore, *, all_owners: bool = False) -> list[dict[str, Any]]:
+    """``JobStore.export``: job definitions, in the shape ``import_jobs`` reads."""
+    out = []
+    for job in store.list_jobs(all_owners=all_owners):
+        sched = job.schedule
+        out.append(
+            {
+                "name": job.name,
+                "owner": job.owner,
+                "description": job.description,
+                "what": job.what.to_dict(),
+                "schedule": {
+                    k: v for k, v in sched.to_dict().items() if k != "text" and v is not None
+                },
+                "max_failures": job.max_failures,
+                "disabled": job.intent is Intent.DISABLED,
+                # only on a job with a problem: `import` refuses such an entry,
+                # whose placeholders stand for what could not be read
+                **({"problem": job.problem} if job.problem else {}),
+            }
+        )
+    return out
+
+
+def import_jobs(store: JobStore, data: Any) -> tuple[int, int]:
+    """``JobStore.import_jobs``: create or change jobs from ``export`` output."""
+    store.check_writable()
+    from jobtui.core.importfile import check_shape  # (PyYAML only when importing)
+
+    check_shape(data)  # nesting and size bounded, whoever calls
+    if isinstance(data, dict) and "jobs" in data:
+        data = data["jobs"]
+    if not isinstance(data, list):
+        raise InvalidInput("invalid import: expected a list of jobs (the output of export)")
+    parsed: list[Definition] = []
+    seen: set[str] = set()
+    for i, item in enumerate(data):
+        try:
+            parsed.append(parse_job_definition(item))
+        except InvalidInput as exc:
+            label = item.get("name") if isinstance(item, dict) else None
+            shown = repr(label) if label else "no name"  # repr: one line whatever the name holds
+            raise InvalidInput(f"job #{i + 1} ({shown}): {exc}") from None
+        if parsed[-1][0] in seen:
+            raise InvalidInput(f"job #{i + 1}: the name {parsed[-1][0]!r} appears twice")
+        seen.add(parsed[-1][0])
+    for name, what, sched, _desc, _maxf, _dis in parsed:
+        try:
+            store.check_what(what)
+            store.check_expr_schedule(sched, store.now())
+        except InvalidInput as exc:
+            raise InvalidInput(f"job {name!r}: {exc}") from None
+    existing = {j.name: j for j in store.list_jobs()}
+    now = store.now()
+    owns_routines = store.backend.has_accounts
+    # MySQL/MariaDB: the routines of the jobs that exist first, then the new rows
+    # (held: next_run NULL) and their routines; a refusal undoes all of that, so
+    # nothing changed. Only then are the rows changed and the new ones released.
+    made: list[tuple[int, routines.Routine]] = []
+    keep: dict[int, list[routines.Routine]] = {}
+    new_ids: dict[str, int] = {}
+    try:
+        if owns_routines:
+            for name, what, sched, *_ in parsed:
+                if name in existing:
+                    jid = existing[name].id
+                    keep[jid], done = routines.install_for_job(store.engine, jid, what, sched)
+                    made += [(jid, r) for r in done]
+        with store.write() as conn:
+            for item in parsed:
+                if item[0] not in existing:
+                    values = _new_values(store, item, now)
+                    if owns_routines:
+                        values["next_run"] = None
+                    conn.execute(insert(store.job_table).values(**values))
+        if owns_routines:
+            ids = _ids_by_name(store, [p[0] for p in parsed if p[0] not in existing])
+            new_ids.update(ids)
+            for name, what, sched, *_ in parsed:
+                if name in ids:
+                    keep[ids[name]], done = routines.install_for_job(
+                        store.engine, ids[name], what, sched
+                    )
+                    made += [(ids[name], r) for r in done]
+    except BaseException:
+        for jid, routine in made:
+            routines.drop_for_job(store.engine, jid, only=[routine])
+        fresh = _ids_by_name(store, [p[0] for p in parsed if p[0] not in existing])
+        if fresh:
+            with store.write() as conn:
+                conn.execute(
+                    delete(store.job_table).where(store.job_table.c.id.in_(fresh.values()))
+                )
+        raise
+    created = changed = 0
+    with store.write() as conn:
+        for item in parsed:
+            name = item[0]
+            new = _new_values(store, item, now)
+            values = {key: new[key] for key in _DEFINITION_COLUMNS}
+            if name in existing:
+                job = existing[name]
+                row = store.lock_row(conn, job.id)
+                if row.remove_requested:
+                    raise removal_pending(name)
+                values["status"] = status_after(row, values)
+                conn.execute(
+                    update(store.job_table).where(store.job_table.c.id == job.id).values(**values)
+                )
+                changed += 1
+            else:
+                if name in new_ids:  # held until its routines existed: released now
+                    conn.execute(
+                        update(store.job_table)
+                        .where(store.job_table.c.id == new_ids[name])
+                        .values(next_run=values["next_run"])
+                    )
+                created += 1
+    for jid, want in keep.items():
+        if jid not in new_ids.values():
+            routines.drop_for_job(store.engine, jid, keep=want)
+    return created, changed
+
+
+def _new_values(store: JobStore, item: Definition, now: datetime) -> dict[str, Any]:
+    """The row of an imported job, as submit would write it for this account."""
+    name, what, sched, desc, maxf, dis = item
+    return new_job_values(
+        owner=store.owner,
+        name=name,
+        what=what,
+        schedule=sched,
+        description=desc,
+        max_failures=maxf,
+        disabled=dis,
+        next_run=first_run(sched, now),
+        now=now,
+    )
+
+
+def _ids_by_name(store: JobStore, names: list[str]) -> dict[str, int]:
+    """The ids of this account's jobs with these names."""
+    if not names:
+        return {}
+    t = store.job_table
+    with store.read() as conn:
+        rows = conn.execute(
+            select(t.c.name, t.c.id).where(t.c.owner == store.owner, t.c.name.in_(names))
+        ).all()
+    return {str(n): int(i) for n, i in rows}
