@@ -56,11 +56,6 @@ from jobtui.core.errors import (
     ReadOnlyError,
 )
 from jobtui.core.jobdefs import DEFAULT_MAX_FAILURES, UNSET, removal_pending
-
-# Interim, until the console's edit form (jobtui/console/screens/edit.py, another
-# branch) imports them from jobtui.core.jobdefs: then these two lines go.
-from jobtui.core.jobdefs import check_description as check_description
-from jobtui.core.jobdefs import check_max_failures as check_max_failures
 from jobtui.core.model import (
     Job,
     Outcome,

@@ -21,9 +21,10 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from jobtui.console import formatting as fmt
 from jobtui.core.errors import InvalidInput, JobtuiError
+from jobtui.core.jobdefs import check_description, check_max_failures
 from jobtui.core.model import Job, Schedule, What, check_job_name
 from jobtui.core.schedules import make_schedule
-from jobtui.core.store import JobStore, check_description, check_max_failures
+from jobtui.core.store import JobStore
 from jobtui.core.timeutil import parse_when
 
 WHAT_KINDS = [("SQL statement", "sql"), ("Python action", "action"), ("Procedure call", "call")]
