@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,27 @@ def _sqlite_now_fn() -> str:
     return naive.strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
+def _enter_wal(cur: sqlite3.Cursor) -> None:
+    """``PRAGMA journal_mode=WAL``, waiting out other connections as a busy timeout would.
+
+    The switch of a new file to WAL needs the file to itself, and SQLite answers
+    "database is locked" at once, without calling the busy handler, while another
+    connection opens or switches the same file: several processes opening a new
+    file together failed so.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_MS / 1000
+    delay = 0.001
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
 def sqlite_engine(url: URL) -> Engine:
     """An engine on the SQLite file of ``url`` (its directory made): WAL, a busy timeout,
     jobtui's NOW(), and BEGIN IMMEDIATE for a connection with the ``immediate`` option."""
@@ -69,8 +91,8 @@ def sqlite_engine(url: URL) -> Engine:
         # We issue BEGIN ourselves (below) so that claims can use BEGIN IMMEDIATE.
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
         cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
+        _enter_wal(cur)
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.close()
         dbapi_conn.create_function("NOW", 0, _sqlite_now_fn)
