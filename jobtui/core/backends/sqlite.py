@@ -42,7 +42,7 @@ class SQLiteBackend(Backend):
 
     @contextmanager
     def reaping_lock(self, conn: Connection, lock_name: Callable[[], str]) -> Iterator[bool]:
-        yield True  # the claim's BEGIN IMMEDIATE and the job row's running flag suffice
+        yield True  # no lock to wait for: the reaper judged the holder dead (reaping.py)
 
     # ---------------------------------------------------------------- runners: starting and scheduling
 
