@@ -14,7 +14,7 @@ nobody fired as ``missed``. For jobtui the run log adds the exact figure
 
 Systems (``--systems``, default all):
 
-- ``jobtui``: one ``python -m jobtui.core.runner`` process; each job is
+- ``jobtui``: one ``jobtui worker`` process; each job is
   ``call <db>.fire(<job no>)``, ``every 1`` from the first slot;
 - ``jobtui2``: the same with two worker processes;
 - ``events``: MariaDB's Event Scheduler, N events ``EVERY 1 SECOND STARTS
@@ -144,9 +144,10 @@ def start_workers(url: str, count: int, threads: int, poll: float, logdir: Path)
         cmd = [
             sys.executable,
             "-m",
-            "jobtui.core.runner",
+            "jobtui",
             "--db",
             url,
+            "worker",
             "--threads",
             str(threads),
             "--poll",

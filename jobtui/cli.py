@@ -14,6 +14,7 @@ them, so list/show/submit never load Textual.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -426,6 +427,13 @@ def build_parser() -> argparse.ArgumentParser:
         "rights (docs/privileges.md)",
     )
     _retention_options(p)
+    p.add_argument(
+        "--prune-interval",
+        metavar="SECONDS",
+        type=_seconds("--prune-interval", 0.1, 86_400),
+        default=None,
+        help="seconds between the worker's pruning passes (default 60)",
+    )
 
     p = verb("prune", "delete old runs from the run log now (the runners do it by themselves)")
     _retention_options(p)
@@ -1114,9 +1122,12 @@ def _missing(part: str, module: str, exc: ImportError) -> NotInstalled:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     try:
-        from jobtui.core.runner import worker_main
+        from jobtui.core.worker import worker_main
     except ImportError as exc:
-        raise _missing("runner", "jobtui.core.runner", exc) from None
+        raise _missing("runner", "jobtui.core.worker", exc) from None
+    retention = _retention(args)
+    if args.prune_interval is not None:
+        retention = dataclasses.replace(retention, interval=args.prune_interval)
     with _store(args) as store:
         _require_runner_account(store, "worker")
         store.sql_owners = args.allow_sql_owner
@@ -1129,7 +1140,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
                 grace=args.grace,
                 heartbeat_timeout=args.heartbeat_timeout,
                 lead=args.lead,
-                retention=_retention(args),
+                retention=retention,
                 owner_share=args.owner_share,
             )
         )
@@ -1137,9 +1148,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     try:
-        from jobtui.core.runner import run_foreground
+        from jobtui.core.worker import run_foreground
     except ImportError as exc:
-        raise _missing("runner", "jobtui.core.runner", exc) from None
+        raise _missing("runner", "jobtui.core.worker", exc) from None
     with _store(args) as store:
         _require_runner_account(store, "run")
         return int(run_foreground(store, args.name))

@@ -62,7 +62,7 @@ class FakeClock:
 
 
 class Worker:
-    """A ``python -m jobtui.core.runner`` process with its stderr in a file."""
+    """A ``jobtui worker`` process with its stderr in a file."""
 
     def __init__(
         self,
@@ -80,11 +80,10 @@ class Worker:
         self.heartbeat_timeout = heartbeat_timeout
         self.log_path = log_dir / f"{name}.log"
         cmd = [
-            sys.executable,
-            "-m",
-            "jobtui.core.runner",
+            *jobtui_command(),
             "--db",
             url,
+            "worker",
             "--threads",
             str(threads),
             "--poll",

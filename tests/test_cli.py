@@ -565,8 +565,8 @@ def test_mariadb_wrong_password_and_stored_procedure(mariadb_url: str, cli_for) 
 @pytest.mark.parametrize(
     ("verb", "module", "part"),
     [
-        ("worker", "jobtui.core.runner", "runner"),
-        ("run", "jobtui.core.runner", "runner"),
+        ("worker", "jobtui.core.worker", "runner"),
+        ("run", "jobtui.core.worker", "runner"),
         ("console", "jobtui.console.app", "console"),
     ],
 )
@@ -593,7 +593,7 @@ def test_missing_runner_or_console_is_reported_clearly(
 
 
 def test_run_foreground_runs_a_once_job(sqlite_url: str, cli_for) -> None:  # type: ignore[no-untyped-def]
-    pytest.importorskip("jobtui.core.runner", reason="the runner module is not there yet")
+    pytest.importorskip("jobtui.core.worker", reason="the runner module is not there yet")
     cli = cli_for(sqlite_url)
     _setup(sqlite_url, ("once", What("sql", "CREATE TABLE ran (x INTEGER)"), ONCE))
     cli("run", "once")

@@ -586,7 +586,7 @@ async def test_edit_expr_schedule_is_previewed_by_the_database(sqlite_url: str) 
 async def test_details_screen_shows_fields_history_and_takes_action_keys(
     sqlite_url: str,
 ) -> None:
-    from jobtui.core.runner import run_foreground
+    from jobtui.core.worker import run_foreground
 
     store0 = open_store(sqlite_url)
     seed(store0)
@@ -637,7 +637,7 @@ async def test_details_screen_shows_fields_history_and_takes_action_keys(
 
 
 async def test_run_log_lists_runs_filterable_by_job_and_outcome(sqlite_url: str) -> None:
-    from jobtui.core.runner import run_foreground
+    from jobtui.core.worker import run_foreground
 
     store0 = open_store(sqlite_url)
     seed(store0)

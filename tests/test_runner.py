@@ -22,10 +22,12 @@ from jobtui.core.bookkeeping import coalesce
 from jobtui.core.claims import lock_name
 from jobtui.core.errors import JobLocked
 from jobtui.core.model import Outcome, Status, What
-from jobtui.core.runner import RunnerPool, process_alive, run_foreground
+from jobtui.core.procinfo import process_alive
+from jobtui.core.runner import RunnerPool
 from jobtui.core.schedules import make_schedule
 from jobtui.core.store import JobStore
 from jobtui.core.timeutil import to_db, utcnow
+from jobtui.core.worker import run_foreground
 
 POLL = 0.2
 
@@ -710,11 +712,11 @@ def test_reaping_own_orphans_leaves_a_claim_made_meanwhile_running(store: JobSto
                     runner=pool.runner_id,
                 )
             )
-    pool._mark_lost(pool.runner_id, now, "test", skip=set(), unless_held=True)
+    pool._reaper.mark_lost(pool.runner_id, now, "test", skip=set(), unless_held=True)
     outcomes = {run.job: run.outcome for run in store.runs(limit=10, all_owners=True)}
     assert outcomes == {"live": Outcome.RUNNING, "orphan": Outcome.LOST}
     # Without a thread that has it, the held job is an orphan too: released, then lost.
-    pool._reap_self(utcnow())
+    pool._reaper.reap_self(utcnow())
     outcomes = {run.job: run.outcome for run in store.runs(limit=10, all_owners=True)}
     assert outcomes == {"live": Outcome.LOST, "orphan": Outcome.LOST}
     assert not store.get("live").running

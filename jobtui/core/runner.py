@@ -10,26 +10,23 @@ A ``RunnerPool`` is DBMS_JOB's job queue processes in one process:
 - a monitor thread heartbeats, renews leases, watches ``abort_requested``
   (interrupting the statement in flight) and reaps dead runners.
 
-``worker_main`` runs a pool headless (``jobtui worker``); ``run_foreground``
-runs one job's schedule in the foreground (``jobtui run NAME``, the seed's
-job$run). docs/runners.md describes the protocol.
+Registration, heartbeats and reaping are the pool's ``Reaper`` (reaping.py);
+``jobtui worker`` and ``jobtui run NAME`` run a pool (worker.py).
+docs/runners.md describes the protocol.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import logging
 import os
 import random
 import secrets
-import signal
 import socket
-import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -40,12 +37,14 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from jobtui.core import batchsql, bookkeeping, claims, executor, routines, schema
-from jobtui.core.db import make_engine, mask_text, reset_mysql_session
+from jobtui.core.db import mask_text, reset_mysql_session
 from jobtui.core.dberrors import translate_db_error
 from jobtui.core.errors import InvalidInput, JobLocked, JobtuiError
 from jobtui.core.model import Intent, Job, Outcome, Status
+from jobtui.core.reaping import Reaper
 from jobtui.core.retention import Retention
 from jobtui.core.rowmap import job_from_row
+from jobtui.core.runresult import OnRun, RunResult
 from jobtui.core.schedules import next_slot
 from jobtui.core.store import JobStore
 from jobtui.core.timeutil import Clock, aware, from_db, iso, to_db
@@ -69,40 +68,6 @@ BURST_WAIT = 0.2  # seconds: the longest a batch's recording waits for a slot's 
 SHORT_RUN = 0.1  # seconds: a job whose last run took less may be batched
 RECONNECT_CAP = 5.0
 PRUNE_MAX_BATCHES = 20  # per housekeeping pass; the rest goes in the next one
-
-OnRun = Callable[["RunResult"], None]
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """What one finished run reports (``worker_main`` logs one line of it)."""
-
-    job: str
-    job_id: int
-    slot: datetime
-    outcome: Outcome
-    started: datetime
-    finished: datetime
-    error: str | None
-    manual: bool
-    skipped: int
-
-    @property
-    def duration(self) -> float:
-        return (self.finished - self.started).total_seconds()
-
-    def line(self) -> str:
-        text_ = (
-            f"{iso(self.finished)} job={self.job} slot={iso(self.slot)} "
-            f"outcome={self.outcome.value} duration={self.duration:.3f}s"
-        )
-        if self.manual:
-            text_ += " manual"
-        if self.skipped:
-            text_ += f" skipped={self.skipped}"
-        if self.error:
-            text_ += f" error={self.error.splitlines()[0][:300]!r}"
-        return text_
 
 
 @dataclass(eq=False)
@@ -300,7 +265,9 @@ class RunnerPool:
         self.hold = hold
         self.host = socket.gethostname()[:255]
         self.runner_id = f"{self.host}:{os.getpid()}:{self.name}:{secrets.token_hex(3)}"[:190]
-        self.mysql = not store.is_sqlite
+        self.backend = store.backend
+        # The claim and record paths' switch, until they speak to the backend.
+        self.mysql = self.backend.named_locks
         self.running = False
         self.hold_error: JobLocked | None = None
         self.hold_ready = threading.Event()
@@ -316,7 +283,6 @@ class RunnerPool:
         self._bursting = 0
         self._cooldown: dict[int, float] = {}
         self._problems_told: dict[int, str] = {}  # job id -> the problem last logged for it
-        self._stalled_seen: set[str] = set()  # SQLite: silent runners alive on this host
         self._long_taken: set[int] = set()  # taken jobs that are not batched (guarded by _lock)
         self._owner_of: dict[int, str] = {}  # taken job id -> its owner (guarded by _lock)
         self._queue = _OwnerQueue(self.owner_cap)
@@ -329,6 +295,7 @@ class RunnerPool:
         # Run-log retention (store.prune_runs), pruned by a housekeeping thread.
         self.retention: Retention = retention if retention is not None else store.retention
         self.pruned = 0
+        self._reaper = Reaper(self)  # our row in the runner table; dead runners' jobs back
 
     # ------------------------------------------------------------------ public
 
@@ -355,16 +322,10 @@ class RunnerPool:
             return
         url = self.store.url
         claims.quiet_lost_resets()
-        if self.store.is_sqlite and (":memory:" in url or url.rstrip("/") == "sqlite:"):
-            self._engine = self.store.engine
-        else:
-            self._engine = make_engine(url, pool_size=self.threads + 3)
+        self._engine = self.backend.pool_engine(url, self.threads + 3)
         try:
-            if self.mysql:
-                with self.engine.connect() as conn:
-                    self._schema = claims.current_schema(conn)
-                self._lock_key = self.store.lock_key()
-            self._register()
+            self._schema, self._lock_key = self.backend.lock_scope(self.engine, self.store.lock_key)
+            self._reaper.register()
         except (SQLAlchemyError, JobtuiError) as exc:
             if self._engine is not self.store.engine:
                 self.engine.dispose()
@@ -410,7 +371,7 @@ class RunnerPool:
         for t in self._threads:
             t.join(timeout=5.0)
         try:
-            self._deregister()
+            self._reaper.deregister()
         except Exception as exc:
             log.warning("could not deregister runner %s: %s", self.runner_id, _describe(exc))
         if self._engine is not None and self._engine is not self.store.engine:
@@ -431,6 +392,11 @@ class RunnerPool:
     def _runs(self) -> list[_Run]:
         with self._lock:
             return [r for r in self._active.values() if r is not None]
+
+    def _taken(self) -> set[int]:
+        """Ids of the jobs this pool is claiming or executing now."""
+        with self._lock:
+            return set(self._active)
 
     def _scheduler_loop(self) -> None:
         backoff = 0.2
@@ -455,8 +421,7 @@ class RunnerPool:
         """Queue due jobs for the worker threads; return how long to sleep."""
         now = self.now()
         soon = now + self._lead
-        with self._lock:
-            busy = set(self._active)
+        busy = self._taken()
         # A short backlog beyond the idle threads keeps them busy without a query per run;
         # short jobs go in batches, so many more of them can be taken at once.
         long_cap = self.threads * BACKLOG_PER_THREAD
@@ -509,13 +474,8 @@ class RunnerPool:
             owners[jid] = str(row.owner)
             if jid in busy or self._cooldown.get(jid, 0.0) > mono:
                 continue
-            if (
-                row.locked_by
-                and row.locked_by != self.runner_id
-                and row.locked_until is not None
-                and (bookkeeping.row_time(row.locked_until) or now) > now
-            ):
-                continue  # SQLite lease held by another runner
+            if self.backend.leased_elsewhere(row, self.runner_id, now):
+                continue
             # A next_run that is no date (a zero date written through the view) sorts
             # first in SQL: due now, and the claim finds the row's problem.
             nxt = bookkeeping.row_time(row.next_run, now)
@@ -638,7 +598,7 @@ class RunnerPool:
                     self._check_aborts()
                 if mono >= next_beat:
                     next_beat = mono + self.heartbeat_interval
-                    self._heartbeat()
+                    self._reaper.heartbeat()
                     if back_since is None:
                         back_since = mono
                         log.info(
@@ -648,7 +608,7 @@ class RunnerPool:
                         )
                 if mono >= next_reap and not self._stopping.is_set():
                     next_reap = mono + self.heartbeat_interval
-                    self._reap(
+                    self._reaper.reap(
                         others=back_since is not None
                         and mono - back_since >= self.heartbeat_timeout
                     )
@@ -1548,280 +1508,6 @@ class RunnerPool:
             values["next_run"] = None  # ERROR with no next run: its owner changes the expr
         return values
 
-    # ------------------------------------------------------------------ staying alive
-
-    def _register(self) -> None:
-        now = self.now()
-        with self._write() as c:
-            c.execute(
-                insert(schema.runner).values(
-                    id=self.runner_id,
-                    name=self.name,
-                    host=self.host,
-                    pid=os.getpid(),
-                    threads=self.threads,
-                    connection_id=None,
-                    started=to_db(now),
-                    heartbeat=to_db(now),
-                    stopping=False,
-                )
-            )
-
-    def _heartbeat(self) -> None:
-        now = self.now()
-        rn, j = schema.runner, schema.job
-        with self._write() as c:
-            res = c.execute(
-                update(rn)
-                .where(rn.c.id == self.runner_id)
-                .values(heartbeat=to_db(now), stopping=self._stopping.is_set())
-            )
-            if res.rowcount == 0:  # reaped while we could not reach the database
-                log.warning("runner %s was deregistered; registering again", self.runner_id)
-                c.execute(
-                    insert(rn).values(
-                        id=self.runner_id,
-                        name=self.name,
-                        host=self.host,
-                        pid=os.getpid(),
-                        threads=self.threads,
-                        started=to_db(now),
-                        heartbeat=to_db(now),
-                        stopping=self._stopping.is_set(),
-                    )
-                )
-            if not self.mysql:
-                c.execute(
-                    update(j)
-                    .where(j.c.locked_by == self.runner_id)
-                    .values(locked_until=to_db(self._lease_end(now)))
-                )
-
-    def _deregister(self) -> None:
-        rn, j = schema.runner, schema.job
-        with self._write() as c:
-            if not self.mysql:
-                c.execute(
-                    update(j)
-                    .where(j.c.locked_by == self.runner_id, j.c.running.is_(False))
-                    .values(locked_by=None, locked_until=None)
-                )
-            c.execute(delete(rn).where(rn.c.id == self.runner_id))
-
-    def _reap(self, *, others: bool = True) -> None:
-        """Runs of dead runners become lost; their jobs become claimable again.
-
-        ``others=False``: only our own claims whose commit reply was lost.
-        """
-        now = self.now()
-        cutoff = now - timedelta(seconds=self.heartbeat_timeout)
-        rn, j, r = schema.runner, schema.job, schema.run
-        with self.engine.connect() as conn:
-            registered = conn.execute(select(rn.c.id, rn.c.heartbeat, rn.c.host, rn.c.pid)).all()
-            live = {row.id: from_db(row.heartbeat) for row in registered}
-            holders = {
-                row[0]
-                for row in conn.execute(
-                    select(j.c.runner_id).where(j.c.running.is_(True)).distinct()
-                )
-            }
-            holders |= {
-                row[0]
-                for row in conn.execute(
-                    select(r.c.runner).where(r.c.outcome == Outcome.RUNNING.value).distinct()
-                )
-            }
-            conn.rollback()
-        dead = {rid for rid, hb in live.items() if hb is not None and hb < cutoff}
-        dead |= {h for h in holders if h and h not in live}
-        dead.discard(self.runner_id)
-        if not self.mysql:
-            dead -= self._stalled_here(registered, dead)
-        for rid in sorted(dead) if others else ():
-            stale = rid in live
-            msg = (
-                f"runner {rid} stopped heartbeating (none for over {self.heartbeat_timeout:g} s)"
-                if stale
-                else f"runner {rid} is not registered any more"
-            )
-            self._reap_runner(rid, now, msg, delete_row=stale)
-        if self.runner_id in holders:
-            self._reap_self(now)
-
-    def _stalled_here(self, registered: Sequence[Any], silent: set[str]) -> set[str]:
-        """SQLite: silent runners whose process on this host is alive, only stopped or hung.
-
-        Reaping one would give its running jobs to another runner while its own
-        run of them may still go on once it resumes (SIGSTOP, a frozen VM, a
-        debugger): two runs of one job at once. Its jobs stay with it until it
-        resumes or its process is gone. (On MySQL/MariaDB the job's named lock,
-        held by the stalled process's connection, already prevents that.)
-        """
-        stalled = {
-            row.id
-            for row in registered
-            if row.id in silent
-            and row.host == self.host
-            and row.pid
-            and row.pid != os.getpid()
-            and process_alive(int(row.pid), since=from_db(row.heartbeat))
-        }
-        for rid in stalled - self._stalled_seen:
-            log.warning(
-                "runner %s has not heartbeated for over %g s, but its process is alive on this "
-                "host (stopped or hung?): its jobs stay with it until it resumes or ends",
-                rid,
-                self.heartbeat_timeout,
-            )
-        self._stalled_seen = stalled
-        return stalled
-
-    def _reap_runner(self, rid: str, now: datetime, msg: str, *, delete_row: bool) -> None:
-        self._mark_lost(rid, now, msg)
-        j = schema.job
-        with self.engine.connect() as conn:
-            ids = [
-                int(x[0])
-                for x in conn.execute(
-                    select(j.c.id).where(j.c.running.is_(True), j.c.runner_id == rid)
-                )
-            ]
-            conn.rollback()
-        remaining = sum(0 if self._release_job(jid, rid, now, msg) else 1 for jid in ids)
-        if remaining == 0 and delete_row:
-            rn = schema.runner
-            cutoff = now - timedelta(seconds=self.heartbeat_timeout)
-            with self._write() as c:
-                c.execute(delete(rn).where(rn.c.id == rid, rn.c.heartbeat < to_db(cutoff)))
-            log.warning("reaped runner %s", rid)
-
-    def _mark_lost(
-        self,
-        rid: str,
-        now: datetime,
-        msg: str,
-        *,
-        skip: set[int] | None = None,
-        unless_held: bool = False,
-    ) -> None:
-        """``running`` run rows of runner ``rid`` become ``lost``.
-
-        ``skip``: job ids left alone. ``unless_held``: also those whose job row
-        ``rid`` holds (running) in the same transaction: a claim that committed
-        after the caller looked at its threads' work is a live run, not an orphan.
-        """
-        r, j = schema.run, schema.job
-        with self._write() as c:
-            held: set[int] = set()
-            if unless_held:
-                held = {
-                    int(x[0])
-                    for x in c.execute(
-                        select(j.c.id).where(j.c.running.is_(True), j.c.runner_id == rid)
-                    )
-                }
-            rows = c.execute(
-                select(r.c.id, r.c.job_id, r.c.started).where(
-                    r.c.runner == rid, r.c.outcome == Outcome.RUNNING.value
-                )
-            ).all()
-            for row in rows:
-                if (skip is not None and int(row.job_id) in skip) or int(row.job_id) in held:
-                    continue
-                started = from_db(row.started)
-                c.execute(
-                    update(r)
-                    .where(r.c.id == row.id, r.c.outcome == Outcome.RUNNING.value)
-                    .values(
-                        outcome=Outcome.LOST.value,
-                        finished=to_db(now),
-                        duration=(now - started).total_seconds() if started else None,
-                        error=f"lost: {msg}; whether it completed is unknown",
-                    )
-                )
-
-    def _release_job(
-        self, job_id: int, holder: str, now: datetime, msg: str, *, unless_active: bool = False
-    ) -> bool:
-        """Give a dead holder's job back (MySQL: only once its lock is really free)."""
-        name = self._lock_name(job_id) if self.mysql else None
-        with self.engine.connect() as lock_conn:
-            if name is not None:
-                if not claims.get_lock(lock_conn, name):
-                    lock_conn.rollback()
-                    return False  # an orphaned statement still runs: keep the job taken
-                lock_conn.commit()
-            try:
-                with self._txn(lock_conn) as c:
-                    row = self._lock_row(c, job_id)
-                    if row is None or not row.running or row.runner_id != holder:
-                        return True
-                    if unless_active:
-                        with self._lock:
-                            if job_id in self._active:
-                                return True
-                    j = schema.job
-                    if row.remove_requested:  # removed while it ran: its run has ended now
-                        c.execute(delete(j).where(j.c.id == job_id))
-                        log.warning("job %s removed: %s", row.name, msg)
-                        return True
-                    lost_phase = (
-                        "ERROR" if row.next_run is None and row.phase != "FINISHED" else row.phase
-                    )
-                    c.execute(
-                        update(j)
-                        .where(j.c.id == job_id)
-                        .values(
-                            running=False,
-                            this_run=None,
-                            runner_finish=to_db(now),
-                            last_outcome=Outcome.LOST.value,
-                            last_error=f"lost: {msg}",
-                            last_cycle_finish=to_db(now),
-                            locked_by=None,
-                            locked_until=None,
-                            abort_requested=False,
-                            # A lost run with no next slot (a once job) may or may not
-                            # have completed: show ERROR and leave the rerun to an operator.
-                            phase=lost_phase,
-                            status=derive_status(
-                                intent=row.intent,
-                                broken=bool(row.broken),
-                                running=False,
-                                phase=lost_phase,
-                            ).value,
-                            updated=to_db(now),
-                        )
-                    )
-                log.warning("job %s released: %s", row.name, msg)
-                return True
-            finally:
-                if name is not None:
-                    claims.release_lock(lock_conn, name)
-                    lock_conn.commit()
-
-    def _reap_self(self, now: datetime) -> None:
-        """Claims of ours whose commit reply was lost with the connection (no thread has them)."""
-        j = schema.job
-        msg = f"runner {self.runner_id} lost its connection while claiming the job"
-        with self._lock:
-            active = set(self._active)
-        with self.engine.connect() as conn:
-            ids = [
-                int(x[0])
-                for x in conn.execute(
-                    select(j.c.id).where(j.c.running.is_(True), j.c.runner_id == self.runner_id)
-                )
-            ]
-            conn.rollback()
-        orphans = [jid for jid in ids if jid not in active]
-        for jid in orphans:
-            self._release_job(jid, self.runner_id, now, msg, unless_active=True)
-        with self._lock:
-            active = set(self._active)
-        # A job claimed again since `active` was read holds its row: not lost.
-        self._mark_lost(self.runner_id, now, msg, skip=active, unless_held=True)
-
 
 # ---------------------------------------------------------------------- bookkeeping
 
@@ -1893,32 +1579,6 @@ def _run_update_stmt() -> Any:
     return stmt
 
 
-def process_alive(pid: int, *, since: datetime | None = None) -> bool:
-    """Whether process ``pid`` on this host exists and is not a zombie.
-
-    With ``since`` (a time the process is known to have been alive), a process
-    that started after it is another one that got the pid (Linux: the start
-    time from /proc); without /proc, existence is all that is checked.
-    """
-    try:
-        os.kill(pid, 0)
-    except PermissionError:
-        pass  # it exists, as another user's
-    except OSError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        with open("/proc/stat", "rb") as f:
-            boot = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
-    except (OSError, IndexError, ValueError, StopIteration):
-        return True
-    if fields[0] in (b"Z", b"X"):  # a zombie (or dying): the process has ended
-        return False
-    started = boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
-    return since is None or started <= since.timestamp() + 1.0
-
-
 def _describe(exc: BaseException) -> str:
     """One readable line for an error (driver errors without SQLAlchemy's noise)."""
     orig: Any = getattr(exc, "orig", None) if isinstance(exc, DBAPIError) else None
@@ -1933,187 +1593,3 @@ def _describe(exc: BaseException) -> str:
     if not isinstance(exc, executor.RunAborted) and type(exc).__name__ not in text_:
         text_ = f"{type(exc).__name__}: {text_}"
     return mask_text(text_)
-
-
-# ---------------------------------------------------------------------- entry points
-
-
-def worker_main(
-    store: JobStore,
-    *,
-    threads: int = DEFAULT_THREADS,
-    poll: float = DEFAULT_POLL,
-    name: str | None = None,
-    grace: float = 10.0,
-    heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
-    retention: Retention | None = None,
-    lead: float = DEFAULT_LEAD,
-    owner_share: float = DEFAULT_OWNER_SHARE,
-) -> int:
-    """Run a pool headless until SIGTERM/SIGINT (``jobtui worker``); one log line per run."""
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        stop.set()
-
-    def on_run(result: RunResult) -> None:
-        print(result.line(), file=sys.stderr, flush=True)
-
-    pool = RunnerPool(
-        store,
-        threads=threads,
-        poll=poll,
-        name=name or "worker",
-        heartbeat_timeout=heartbeat_timeout,
-        on_run=on_run,
-        retention=retention,
-        lead=lead,
-        owner_share=owner_share,
-    )
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            previous[sig] = signal.signal(sig, on_signal)
-    try:
-        pool.start()
-        print(
-            f"jobtui worker {pool.runner_id}: {threads} thread(s) on {store.masked_url} "
-            f"(heartbeat timeout {heartbeat_timeout:g} s, lead {lead:g} s)",
-            file=sys.stderr,
-            flush=True,
-        )
-        while not stop.wait(0.5):
-            pass
-        print(
-            f"jobtui worker {pool.runner_id}: stopping (grace {grace:g} s)",
-            file=sys.stderr,
-            flush=True,
-        )
-        pool.stop(grace=grace, abort=True)
-        print(f"jobtui worker {pool.runner_id}: stopped", file=sys.stderr, flush=True)
-    finally:
-        if pool.running:
-            pool.stop(grace=0, abort=True)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return 0
-
-
-EXIT_FINISHED = 0
-EXIT_ABORTED = 3
-EXIT_INTERRUPTED = 130
-
-
-def run_foreground(store: JobStore, name: str, *, poll: float = DEFAULT_POLL) -> int:
-    """Run one job's schedule in the foreground (the seed's job$run, ``jobtui run NAME``).
-
-    Holds the job's lock for the whole session, runs each due slot (and
-    run-now requests), and returns when the schedule has no more slots (0),
-    the job is aborted or removed (3), or on Ctrl-C (130; a run in flight is
-    aborted). Raises JobLocked when another runner holds the job.
-    """
-    job = store.get(name)
-    if job.problem is not None:  # never run: no session would ever end
-        raise InvalidInput(f"job {name!r} is not run until its row is fixed: {job.problem}")
-
-    def on_run(result: RunResult) -> None:
-        print(result.line(), file=sys.stderr, flush=True)
-
-    pool = RunnerPool(store, threads=1, poll=poll, name=f"run:{name}", job_id=job.id, hold=True)
-    pool.on_run = on_run
-    code = EXIT_FINISHED
-    pool.start()
-    try:
-        pool.hold_ready.wait(30)
-        if pool.hold_error is not None:
-            raise pool.hold_error
-        while True:
-            time.sleep(min(0.2, poll))
-            current = store.get_by_id(job.id)
-            if current is None:
-                code = EXIT_ABORTED
-                break
-            if current.running or pool.busy():
-                continue
-            if current.phase == "FINISHED":
-                break
-            if current.phase == "ABORTED" and not current.run_now:
-                code = EXIT_ABORTED
-                break
-    except KeyboardInterrupt:
-        code = EXIT_INTERRUPTED
-        pool.stop(grace=0, abort=True)
-    finally:
-        pool.stop(grace=10.0, abort=True)
-    return code
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m jobtui.core.runner``: a worker (or ``--run NAME``) without the CLI."""
-    from jobtui.core.store import open_store
-
-    parser = argparse.ArgumentParser(prog="python -m jobtui.core.runner")
-    parser.add_argument("--db", default=None, help="database URL (default: $JOBTUI_DB)")
-    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS)
-    parser.add_argument("--poll", type=float, default=DEFAULT_POLL)
-    parser.add_argument("--name", default=None)
-    parser.add_argument("--grace", type=float, default=10.0)
-    parser.add_argument("--heartbeat-timeout", type=float, default=DEFAULT_HEARTBEAT_TIMEOUT)
-    parser.add_argument(
-        "--lead", type=float, default=DEFAULT_LEAD, help="seconds before a slot to claim it"
-    )
-    parser.add_argument(
-        "--owner-share",
-        type=float,
-        default=DEFAULT_OWNER_SHARE,
-        help="largest share of the threads one owner's jobs hold (0 < F <= 1)",
-    )
-    parser.add_argument("--run", metavar="JOB", default=None, help="run one job in the foreground")
-    parser.add_argument("--keep-runs", type=int, default=None, help="runs kept per job")
-    parser.add_argument("--keep-days", type=float, default=None, help="days ok runs are kept")
-    parser.add_argument("--keep-error-days", type=float, default=None)
-    parser.add_argument("--prune-interval", type=float, default=None, help="seconds")
-    parser.add_argument("--verbose", action="store_true")
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
-    )
-    try:
-        store = open_store(args.db)
-    except JobtuiError as exc:
-        print(f"jobtui: {exc}", file=sys.stderr)
-        return exc.exit_code
-    try:
-        retention = Retention(
-            keep_runs=args.keep_runs if args.keep_runs is not None else store.retention.keep_runs,
-            keep_days=args.keep_days if args.keep_days is not None else store.retention.keep_days,
-            keep_error_days=(
-                args.keep_error_days
-                if args.keep_error_days is not None
-                else store.retention.keep_error_days
-            ),
-            interval=args.prune_interval or store.retention.interval,
-        )
-        if args.run:
-            return run_foreground(store, args.run, poll=args.poll)
-        return worker_main(
-            store,
-            threads=args.threads,
-            poll=args.poll,
-            name=args.name,
-            grace=args.grace,
-            heartbeat_timeout=args.heartbeat_timeout,
-            retention=retention,
-            lead=args.lead,
-            owner_share=args.owner_share,
-        )
-    except JobtuiError as exc:
-        print(f"jobtui: {exc}", file=sys.stderr)
-        return exc.exit_code
-    finally:
-        store.close()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

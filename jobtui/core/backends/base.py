@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 from sqlalchemy import Table
 from sqlalchemy.engine import URL, Connection, Engine, RootTransaction
 
+from jobtui.core import bookkeeping
+from jobtui.core.db import make_engine
+
 if TYPE_CHECKING:
     from jobtui.core.model import Job
 
@@ -132,3 +135,50 @@ class Backend:
     # ---------------------------------------------------------------- runners: claim and record
 
     # ---------------------------------------------------------------- runners: heartbeats and reaping
+
+    def renew_leases(self, conn: Connection, runner_id: str, until: datetime) -> None:
+        """Extend the claim leases runner ``runner_id`` holds to ``until``, on ``conn``
+        in its heartbeat's transaction (nothing to do where named locks, held by the
+        runner's connections, keep its jobs)."""
+        raise NotImplementedError
+
+    def drop_leases(self, conn: Connection, runner_id: str) -> None:
+        """Runner ``runner_id`` deregisters: free the leases of its jobs that are not
+        running (a running job's lease runs out by itself), on ``conn`` in the
+        deregistration's transaction; nothing to do without leases."""
+        raise NotImplementedError
+
+    def reaping_lock(
+        self, conn: Connection, lock_name: Callable[[], str]
+    ) -> AbstractContextManager[bool]:
+        """Around giving back a dead runner's job on ``conn``: True when nothing of the
+        dead runner can still run it (on MySQL/MariaDB its named lock ``lock_name()``
+        was free: taken here, released on leaving; an orphaned statement of the dead
+        runner still holds it, and then it is False and the job stays taken); always
+        True where exclusivity rests on leases (the reaper judged the runner dead)."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- runners: starting and scheduling
+
+    def pool_engine(self, url: str, pool_size: int) -> Engine:
+        """The engine a runner pool claims, runs and records on: its own, with
+        ``pool_size`` connections (its threads hold one each)."""
+        return make_engine(url, pool_size=pool_size)
+
+    def lock_scope(self, engine: Engine, lock_key: Callable[[], str]) -> tuple[str, str]:
+        """What a pool's job lock names are made of (``claims.lock_name``), read once
+        when it starts: the schema ``engine`` works in and the key ``lock_key()``; both
+        empty where there are no named locks."""
+        raise NotImplementedError
+
+    def leased_elsewhere(self, row: Any, runner_id: str, now: datetime) -> bool:
+        """Whether job ``row``'s claim lease (``locked_by``, ``locked_until``) belongs to
+        another runner than ``runner_id`` and has not run out at ``now``: the scheduler
+        pass leaves such a job alone (on every database, as it always did: jobtui writes
+        leases on SQLite only, and a lease found elsewhere is still honoured)."""
+        return bool(
+            row.locked_by
+            and row.locked_by != runner_id
+            and row.locked_until is not None
+            and (bookkeeping.row_time(row.locked_until) or now) > now
+        )

@@ -14,7 +14,7 @@ from sqlalchemy import Table, select, text
 from sqlalchemy.engine import URL, Connection, Engine, RootTransaction
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from jobtui.core import actions, db, routines, schema
+from jobtui.core import actions, claims, db, routines, schema
 from jobtui.core.backends.base import Backend
 from jobtui.core.dberrors import NO_SUCH_TABLE, PERMISSION_ERRORS, error_code
 from jobtui.core.errors import InvalidInput, PermissionDenied
@@ -241,3 +241,30 @@ class MySQLBackend(Backend):
     # ---------------------------------------------------------------- runners: claim and record
 
     # ---------------------------------------------------------------- runners: heartbeats and reaping
+
+    def renew_leases(self, conn: Connection, runner_id: str, until: datetime) -> None:
+        pass  # the named locks live as long as the connections that hold them
+
+    def drop_leases(self, conn: Connection, runner_id: str) -> None:
+        pass  # no leases: closing its connections frees a runner's named locks
+
+    @contextmanager
+    def reaping_lock(self, conn: Connection, lock_name: Callable[[], str]) -> Iterator[bool]:
+        name = lock_name()
+        if not claims.get_lock(conn, name):
+            conn.rollback()
+            yield False  # an orphaned statement still runs: keep the job taken
+            return
+        conn.commit()
+        try:
+            yield True
+        finally:
+            claims.release_lock(conn, name)
+            conn.commit()
+
+    # ---------------------------------------------------------------- runners: starting and scheduling
+
+    def lock_scope(self, engine: Engine, lock_key: Callable[[], str]) -> tuple[str, str]:
+        with engine.connect() as conn:
+            schema_name = claims.current_schema(conn)
+        return schema_name, lock_key()

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from sqlalchemy import Table, text
+from sqlalchemy import Table, text, update
 from sqlalchemy.engine import URL, Connection, Engine, RootTransaction
 from sqlalchemy.exc import OperationalError
 
@@ -18,6 +18,7 @@ from jobtui.core import routines, schema
 from jobtui.core.backends.base import Backend
 from jobtui.core.backends.sqlite_engine import sqlite_engine, sqlite_now_override
 from jobtui.core.errors import InvalidInput
+from jobtui.core.timeutil import to_db
 
 if TYPE_CHECKING:
     from jobtui.core.model import Job
@@ -126,3 +127,29 @@ class SQLiteBackend(Backend):
     # ---------------------------------------------------------------- runners: claim and record
 
     # ---------------------------------------------------------------- runners: heartbeats and reaping
+
+    def renew_leases(self, conn: Connection, runner_id: str, until: datetime) -> None:
+        j = schema.job
+        conn.execute(update(j).where(j.c.locked_by == runner_id).values(locked_until=to_db(until)))
+
+    def drop_leases(self, conn: Connection, runner_id: str) -> None:
+        j = schema.job
+        conn.execute(
+            update(j)
+            .where(j.c.locked_by == runner_id, j.c.running.is_(False))
+            .values(locked_by=None, locked_until=None)
+        )
+
+    @contextmanager
+    def reaping_lock(self, conn: Connection, lock_name: Callable[[], str]) -> Iterator[bool]:
+        yield True  # no lock to wait for: the reaper judged the holder dead (reaping.py)
+
+    # ---------------------------------------------------------------- runners: starting and scheduling
+
+    def pool_engine(self, url: str, pool_size: int) -> Engine:
+        if ":memory:" in url or url.rstrip("/") == "sqlite:":
+            return self.engine  # an in-memory database exists on the store's engine only
+        return super().pool_engine(url, pool_size)
+
+    def lock_scope(self, engine: Engine, lock_key: Callable[[], str]) -> tuple[str, str]:
+        return "", ""  # jobs are exclusive by their rows' leases

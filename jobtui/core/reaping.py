@@ -1,0 +1,315 @@
+"""A runner's life in the runner table: registration, heartbeats, and the reaping of
+dead runners (their runs become lost, their jobs claimable again).
+
+``Reaper`` is the ``RunnerPool``'s collaborator for all of it; the monitor thread
+calls ``heartbeat`` and ``reap``. What differs between databases (SQLite's lease
+renewal, MySQL/MariaDB's named lock around a job's release) is the backend's
+(``runners: heartbeats and reaping``). docs/runners.md, "Dead runners".
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.engine import Connection, Engine
+
+from jobtui.core import schema
+from jobtui.core.backends import Backend
+from jobtui.core.model import Outcome
+from jobtui.core.procinfo import process_alive
+from jobtui.core.timeutil import from_db, to_db
+from jobtui.core.transitions import status_after
+
+log = logging.getLogger("jobtui.runner")
+
+
+class ReapingPool(Protocol):
+    """What the reaper needs of its pool (a ``RunnerPool``)."""
+
+    runner_id: str
+    name: str
+    host: str
+    threads: int
+    heartbeat_timeout: float
+    backend: Backend
+    _stopping: threading.Event
+
+    @property
+    def engine(self) -> Engine: ...
+
+    def now(self) -> datetime: ...
+
+    def _taken(self) -> set[int]: ...
+
+    def _write(self) -> AbstractContextManager[Connection]: ...
+
+    def _txn(
+        self, conn: Connection, *, write: bool = True
+    ) -> AbstractContextManager[Connection]: ...
+
+    def _lock_row(self, conn: Connection, job_id: int) -> Any: ...
+
+    def _lock_name(self, job_id: int) -> str: ...
+
+    def _lease_end(self, now: datetime) -> datetime: ...
+
+
+class Reaper:
+    """One pool's row in the runner table, and its watch over the other runners."""
+
+    def __init__(self, pool: ReapingPool) -> None:
+        self.pool = pool
+        self._stalled_seen: set[str] = set()  # silent runners alive on this host, told once
+
+    # ------------------------------------------------------------------ our own row
+
+    def register(self) -> None:
+        with self.pool._write() as c:
+            self._insert(c, self.pool.now(), stopping=False)
+
+    def _insert(self, c: Connection, now: datetime, *, stopping: bool) -> None:
+        pool = self.pool
+        c.execute(
+            insert(schema.runner).values(
+                id=pool.runner_id,
+                name=pool.name,
+                host=pool.host,
+                pid=os.getpid(),
+                threads=pool.threads,
+                connection_id=None,
+                started=to_db(now),
+                heartbeat=to_db(now),
+                stopping=stopping,
+            )
+        )
+
+    def heartbeat(self) -> None:
+        pool = self.pool
+        now = pool.now()
+        rn = schema.runner
+        with pool._write() as c:
+            res = c.execute(
+                update(rn)
+                .where(rn.c.id == pool.runner_id)
+                .values(heartbeat=to_db(now), stopping=pool._stopping.is_set())
+            )
+            if res.rowcount == 0:  # reaped while we could not reach the database
+                log.warning("runner %s was deregistered; registering again", pool.runner_id)
+                self._insert(c, now, stopping=pool._stopping.is_set())
+            pool.backend.renew_leases(c, pool.runner_id, pool._lease_end(now))
+
+    def deregister(self) -> None:
+        rn = schema.runner
+        with self.pool._write() as c:
+            self.pool.backend.drop_leases(c, self.pool.runner_id)
+            c.execute(delete(rn).where(rn.c.id == self.pool.runner_id))
+
+    # ------------------------------------------------------------------ the others
+
+    def reap(self, *, others: bool = True) -> None:
+        """Runs of dead runners become lost; their jobs become claimable again.
+
+        ``others=False``: only our own claims whose commit reply was lost.
+        """
+        pool = self.pool
+        now = pool.now()
+        cutoff = now - timedelta(seconds=pool.heartbeat_timeout)
+        rn, j, r = schema.runner, schema.job, schema.run
+        with pool.engine.connect() as conn:
+            registered = conn.execute(select(rn.c.id, rn.c.heartbeat, rn.c.host, rn.c.pid)).all()
+            live = {row.id: from_db(row.heartbeat) for row in registered}
+            holders = {
+                row[0]
+                for row in conn.execute(
+                    select(j.c.runner_id).where(j.c.running.is_(True)).distinct()
+                )
+            }
+            holders |= {
+                row[0]
+                for row in conn.execute(
+                    select(r.c.runner).where(r.c.outcome == Outcome.RUNNING.value).distinct()
+                )
+            }
+            conn.rollback()
+        dead = {rid for rid, hb in live.items() if hb is not None and hb < cutoff}
+        dead |= {h for h in holders if h and h not in live}
+        dead.discard(pool.runner_id)
+        if not pool.backend.named_locks:
+            # A lease cannot tell a stopped runner from a dead one; a named lock can:
+            # the stopped runner's connection still holds it.
+            dead -= self._stalled_here(registered, dead)
+        for rid in sorted(dead) if others else ():
+            stale = rid in live
+            msg = (
+                f"runner {rid} stopped heartbeating (none for over {pool.heartbeat_timeout:g} s)"
+                if stale
+                else f"runner {rid} is not registered any more"
+            )
+            self._reap_runner(rid, now, msg, delete_row=stale)
+        if pool.runner_id in holders:
+            self.reap_self(now)
+
+    def _stalled_here(self, registered: Sequence[Any], silent: set[str]) -> set[str]:
+        """Silent runners whose process on this host is alive, only stopped or hung.
+
+        Reaping one would give its running jobs to another runner while its own
+        run of them may still go on once it resumes (SIGSTOP, a frozen VM, a
+        debugger): two runs of one job at once. Its jobs stay with it until it
+        resumes or its process is gone. (On MySQL/MariaDB the job's named lock,
+        held by the stalled process's connection, already prevents that.)
+        """
+        stalled = {
+            row.id
+            for row in registered
+            if row.id in silent
+            and row.host == self.pool.host
+            and row.pid
+            and row.pid != os.getpid()
+            and process_alive(int(row.pid), since=from_db(row.heartbeat))
+        }
+        for rid in stalled - self._stalled_seen:
+            log.warning(
+                "runner %s has not heartbeated for over %g s, but its process is alive on this "
+                "host (stopped or hung?): its jobs stay with it until it resumes or ends",
+                rid,
+                self.pool.heartbeat_timeout,
+            )
+        self._stalled_seen = stalled
+        return stalled
+
+    def _reap_runner(self, rid: str, now: datetime, msg: str, *, delete_row: bool) -> None:
+        pool = self.pool
+        self.mark_lost(rid, now, msg)
+        j = schema.job
+        with pool.engine.connect() as conn:
+            ids = [
+                int(x[0])
+                for x in conn.execute(
+                    select(j.c.id).where(j.c.running.is_(True), j.c.runner_id == rid)
+                )
+            ]
+            conn.rollback()
+        remaining = sum(0 if self.release_job(jid, rid, now, msg) else 1 for jid in ids)
+        if remaining == 0 and delete_row:
+            rn = schema.runner
+            cutoff = now - timedelta(seconds=pool.heartbeat_timeout)
+            with pool._write() as c:
+                c.execute(delete(rn).where(rn.c.id == rid, rn.c.heartbeat < to_db(cutoff)))
+            log.warning("reaped runner %s", rid)
+
+    def mark_lost(
+        self,
+        rid: str,
+        now: datetime,
+        msg: str,
+        *,
+        skip: set[int] | None = None,
+        unless_held: bool = False,
+    ) -> None:
+        """``running`` run rows of runner ``rid`` become ``lost``.
+
+        ``skip``: job ids left alone. ``unless_held``: also those whose job row
+        ``rid`` holds (running) in the same transaction: a claim that committed
+        after the caller looked at its threads' work is a live run, not an orphan.
+        """
+        r, j = schema.run, schema.job
+        with self.pool._write() as c:
+            held: set[int] = set()
+            if unless_held:
+                held = {
+                    int(x[0])
+                    for x in c.execute(
+                        select(j.c.id).where(j.c.running.is_(True), j.c.runner_id == rid)
+                    )
+                }
+            rows = c.execute(
+                select(r.c.id, r.c.job_id, r.c.started).where(
+                    r.c.runner == rid, r.c.outcome == Outcome.RUNNING.value
+                )
+            ).all()
+            for row in rows:
+                if (skip is not None and int(row.job_id) in skip) or int(row.job_id) in held:
+                    continue
+                started = from_db(row.started)
+                c.execute(
+                    update(r)
+                    .where(r.c.id == row.id, r.c.outcome == Outcome.RUNNING.value)
+                    .values(
+                        outcome=Outcome.LOST.value,
+                        finished=to_db(now),
+                        duration=(now - started).total_seconds() if started else None,
+                        error=f"lost: {msg}; whether it completed is unknown",
+                    )
+                )
+
+    def release_job(
+        self, job_id: int, holder: str, now: datetime, msg: str, *, unless_active: bool = False
+    ) -> bool:
+        """Give a dead holder's job back; False while something of the holder may still
+        run it (MySQL/MariaDB: its named lock is not free yet)."""
+        pool = self.pool
+        with (
+            pool.engine.connect() as lock_conn,
+            pool.backend.reaping_lock(lock_conn, lambda: pool._lock_name(job_id)) as free,
+        ):
+            if not free:
+                return False
+            with pool._txn(lock_conn) as c:
+                row = pool._lock_row(c, job_id)
+                if row is None or not row.running or row.runner_id != holder:
+                    return True
+                if unless_active and job_id in pool._taken():
+                    return True
+                j = schema.job
+                if row.remove_requested:  # removed while it ran: its run has ended now
+                    c.execute(delete(j).where(j.c.id == job_id))
+                    log.warning("job %s removed: %s", row.name, msg)
+                    return True
+                values: dict[str, Any] = {
+                    "running": False,
+                    "this_run": None,
+                    "runner_finish": to_db(now),
+                    "last_outcome": Outcome.LOST.value,
+                    "last_error": f"lost: {msg}",
+                    "last_cycle_finish": to_db(now),
+                    "locked_by": None,
+                    "locked_until": None,
+                    "abort_requested": False,
+                    # A lost run with no next slot (a once job) may or may not have
+                    # completed: show ERROR and leave the rerun to an operator.
+                    "phase": (
+                        "ERROR" if row.next_run is None and row.phase != "FINISHED" else row.phase
+                    ),
+                    "updated": to_db(now),
+                }
+                values["status"] = status_after(row, values)
+                c.execute(update(j).where(j.c.id == job_id).values(**values))
+            log.warning("job %s released: %s", row.name, msg)
+            return True
+
+    def reap_self(self, now: datetime) -> None:
+        """Claims of ours whose commit reply was lost with the connection (no thread has them)."""
+        pool = self.pool
+        j = schema.job
+        msg = f"runner {pool.runner_id} lost its connection while claiming the job"
+        active = pool._taken()
+        with pool.engine.connect() as conn:
+            ids = [
+                int(x[0])
+                for x in conn.execute(
+                    select(j.c.id).where(j.c.running.is_(True), j.c.runner_id == pool.runner_id)
+                )
+            ]
+            conn.rollback()
+        orphans = [jid for jid in ids if jid not in active]
+        for jid in orphans:
+            self.release_job(jid, pool.runner_id, now, msg, unless_active=True)
+        # A job claimed again since `active` was read holds its row: not lost.
+        self.mark_lost(pool.runner_id, now, msg, skip=pool._taken(), unless_held=True)
