@@ -26,7 +26,7 @@ from jobtui.core.claims import describe, is_disconnect, is_duplicate
 from jobtui.core.errors import InvalidInput
 from jobtui.core.model import Intent, Job, Outcome, Status
 from jobtui.core.schedules import next_slot
-from jobtui.core.session import Session, transaction, write
+from jobtui.core.session import Session, transaction, write_transaction
 from jobtui.core.statements import update_job
 from jobtui.core.store import job_from_row
 from jobtui.core.timeutil import iso, to_db
@@ -323,7 +323,7 @@ class Claimer:
         told = self.problems_told
         marked: list[tuple[int, str, str]] = []
         try:
-            with write(self.backend, session.engine) as c:
+            with write_transaction(self.backend, session.engine) as c:
                 query = select(j).where(j.c.id.in_(sorted(problems))).order_by(j.c.id)
                 for row in c.execute(query.with_for_update()).all():
                     job = job_from_row(row)

@@ -47,7 +47,7 @@ from jobtui.core.errors import InvalidInput, JobLocked, JobtuiError
 from jobtui.core.model import Outcome
 from jobtui.core.recording import Ended, Recorder
 from jobtui.core.running import abort_run, execute_run, find_aborts
-from jobtui.core.session import Session, transaction, write
+from jobtui.core.session import Session, transaction, write_transaction
 from jobtui.core.store import JobStore, Retention, translate_db_error
 from jobtui.core.timeutil import Clock, aware, from_db, iso, to_db
 from jobtui.core.transitions import derive_status
@@ -617,7 +617,7 @@ class RunnerPool:
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:
-        with write(self.backend, self.engine) as c:
+        with write_transaction(self.backend, self.engine) as c:
             yield c
 
     def _lock_row(self, conn: Connection, job_id: int) -> Any:

@@ -87,7 +87,7 @@ def transaction(backend: Backend, conn: Connection, *, write: bool = True) -> It
 
 
 @contextmanager
-def write(backend: Backend, engine: Engine) -> Iterator[Connection]:
+def write_transaction(backend: Backend, engine: Engine) -> Iterator[Connection]:
     """A write transaction on a connection of ``engine``'s pool."""
     with engine.connect() as conn, transaction(backend, conn) as c:
         yield c
