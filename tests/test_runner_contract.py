@@ -261,3 +261,43 @@ def test_a_slow_run_in_a_burst_does_not_hold_back_the_others_recording(
     logged = {x["job_name"]: x for x in run_rows(store)}
     assert {logged[n]["outcome"] for n in ("b0", "b1", "b2", "b3")} == {Outcome.OK.value}
     assert logged["b1"]["duration"] >= slow - 0.05
+
+
+def test_a_job_held_in_the_foreground_is_refused_to_another_runner(
+    store: JobStore, pool: RunnerPool
+) -> None:
+    """``jobtui run NAME`` holds its job (a named lock on MariaDB, a lease on SQLite);
+    another runner asking for the same hold learns who has it."""
+    (jid,) = make_jobs(store, 1)
+    other = RunnerPool(store, threads=1, poll=0.2, name="other", lead=0.0)
+    mine, theirs = Session(pool.engine, pool.backend), Session(pool.engine, pool.backend)
+    now = pool.now()
+    until = now + timedelta(seconds=30)
+    try:
+        first = pool.backend.take_hold(
+            mine.get(),
+            jid,
+            lock_name=pool._lock_name,
+            runner_id=pool.runner_id,
+            now=now,
+            lease_until=until,
+        )
+        assert first is None
+        second = other.backend.take_hold(
+            theirs.get(),
+            jid,
+            lock_name=pool._lock_name,
+            runner_id=other.runner_id,
+            now=now,
+            lease_until=until,
+        )
+        assert second is not None
+        name, holder = second
+        if pool.backend.named_locks:
+            assert (name, holder) == (None, f"connection {mine.cid}")
+        else:
+            assert (name, holder) == ("b0", f"runner {pool.runner_id}")
+            assert job_rows(store)["b0"]["locked_by"] == pool.runner_id
+    finally:
+        mine.discard()
+        theirs.discard()

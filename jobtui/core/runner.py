@@ -226,7 +226,6 @@ class RunnerPool:
         self._burst = threading.Condition()
         self._bursting = 0
         self._cooldown: dict[int, float] = {}
-        self._problems_told: dict[int, str] = {}  # job id -> the problem last logged for it
         self._stalled_seen: set[str] = set()  # SQLite: silent runners alive on this host
         self._long_taken: set[int] = set()  # taken jobs that are not batched (guarded by _lock)
         self._owner_of: dict[int, str] = {}  # taken job id -> its owner (guarded by _lock)
