@@ -146,7 +146,7 @@ def pool(store: JobStore) -> Iterator[RunnerPool]:
     """A pool with its engine and schema set up, but no threads: claims are driven by hand."""
     p = RunnerPool(store, threads=1, poll=0.2, name="batch", lead=0.0)
     p._engine = make_engine(store.url, pool_size=4)
-    if p.mysql:
+    if p.backend.named_locks:
         with p.engine.connect() as conn:
             p._schema = claims.current_schema(conn)
     yield p

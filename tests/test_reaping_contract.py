@@ -85,10 +85,10 @@ def test_reaping_lock_waits_for_a_held_job_lock(store: JobStore) -> None:
     assert schema_name and key
     name = claims.lock_name(key, schema_name, 1)
     with store.engine.connect() as orphan, store.engine.connect() as reaper:
-        assert claims.get_lock(orphan, name)
+        assert backend.take_locks(orphan, [name]) == [True]
         with backend.reaping_lock(reaper, lambda: name) as free:
             assert not free  # an orphaned statement still holds it
-        claims.release_lock(orphan, name)
+        backend.release_locks(orphan, [name])
         with backend.reaping_lock(reaper, lambda: name) as free:
             assert free
             assert orphan.execute(text("SELECT IS_FREE_LOCK(:n)"), {"n": name}).scalar() == 0

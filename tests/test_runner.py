@@ -60,7 +60,7 @@ def ledger_sql(job: str) -> What:
 
 def long_statement(store: JobStore) -> What:
     """A statement that runs for much longer than any test waits."""
-    if store.is_sqlite:
+    if store.backend.name == "sqlite":
         return What(
             "sql",
             "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 10000000000) "
@@ -427,7 +427,7 @@ def test_run_foreground_refuses_a_job_another_runner_holds(store: JobStore, pool
     with pytest.raises(JobLocked) as info:
         run_foreground(store, "held", poll=0.2)
     message = str(info.value)
-    if store.is_sqlite:
+    if store.backend.name == "sqlite":
         assert pool.runner_id in message
     else:
         with store.read() as conn:
@@ -455,12 +455,16 @@ def test_run_foreground_holds_the_job_against_pools(store: JobStore, pools: list
 
 def test_expr_schedule_is_evaluated_at_run_start(store: JobStore, pools: list) -> None:
     make_ledger(store)
-    expr = "datetime(NOW(), '+1 day')" if store.is_sqlite else "NOW() + INTERVAL 1 DAY"
+    expr = (
+        "datetime(NOW(), '+1 day')" if store.backend.name == "sqlite" else "NOW() + INTERVAL 1 DAY"
+    )
     store.submit("daily", ledger_sql("daily"), make_schedule("expr", expr=expr))
     # NULL at a run means "that was the last run" (NULL at submit is refused): NULL from
     # one second after the submit on
     until = (utcnow() + timedelta(seconds=1)).strftime("%Y-%m-%d %H:%M:%S.%f")
-    tomorrow = "datetime(NOW(), '+1 day')" if store.is_sqlite else "NOW() + INTERVAL 1 DAY"
+    tomorrow = (
+        "datetime(NOW(), '+1 day')" if store.backend.name == "sqlite" else "NOW() + INTERVAL 1 DAY"
+    )
     last = f"CASE WHEN NOW() < '{until}' THEN {tomorrow} END"
     store.submit("last", ledger_sql("last"), make_schedule("expr", expr=last))
     time.sleep(2.1)  # MariaDB's NOW() keeps whole seconds: a full second past `until`

@@ -39,8 +39,9 @@ from jobtui.core import claims, schema
 from jobtui.core.bookkeeping import coalesce
 from jobtui.core.db import make_engine
 from jobtui.core.model import Outcome, Status, What
-from jobtui.core.runner import RunnerPool, _Session
+from jobtui.core.runner import RunnerPool
 from jobtui.core.schedules import make_schedule, next_slot
+from jobtui.core.session import Session
 from jobtui.core.store import JobStore, open_store
 from jobtui.core.timeutil import to_db, utcnow
 
@@ -168,7 +169,7 @@ def runs_of(store: JobStore, job_id: int) -> list[Any]:
 def claim_and_close(pool: RunnerPool, ids: list[int]) -> list[int]:
     """Claim ``ids`` as one batch (no spin allowed), record every claimed run as aborted
     without executing it; return the claimed job ids."""
-    session = _Session(pool.engine, pool.mysql)
+    session = Session(pool.engine, pool.backend)
     try:
         runs = within(20, lambda: pool._claim(session, ids))
         if runs:
@@ -537,7 +538,7 @@ def test_random_column_values_never_raise_and_are_never_claimed(
     store = open_store(url)
     p = RunnerPool(store, threads=1, poll=0.2, name="fuzz", lead=0.0)
     p._engine = make_engine(url, pool_size=2)
-    if p.mysql:
+    if p.backend.named_locks:
         with p.engine.connect() as conn:
             p._schema = claims.current_schema(conn)
 
@@ -573,7 +574,7 @@ def test_random_column_values_never_raise_and_are_never_claimed(
             within(5, lambda: coalesce(got.schedule, got.next_run or anchor, utcnow(), anchor))
             return
         assert got.status is Status.BROKEN
-        session = _Session(p.engine, p.mysql)
+        session = Session(p.engine, p.backend)
         try:
             runs = within(20, lambda: p._claim(session, [job.id]))
         finally:

@@ -172,7 +172,7 @@ def test_one_owners_session_settings_never_reach_another_owners_run(
 
 def long_what(store: JobStore) -> What:
     """A statement that runs far longer than any test waits (and can be interrupted)."""
-    if store.is_sqlite:
+    if store.backend.name == "sqlite":
         return What(
             "sql",
             "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 10000000000) "
@@ -237,7 +237,7 @@ def test_cli_remove_waits_for_the_aborted_run_and_reports_pending(
     store.submit("long1", long_what(store), make_schedule("once"))
     store.submit(
         "long2",
-        long_what(store) if store.is_sqlite else store.get("long1").what,
+        long_what(store) if store.backend.name == "sqlite" else store.get("long1").what,
         make_schedule("once"),
     )
     pool = start_pool(pools, store, owner_share=1.0)  # both at once: one owner, two threads

@@ -206,13 +206,12 @@ def _not_granted(account: str, name: str) -> str:
 
 
 def check_granted(conn: Connection, job: Any) -> None:
-    """Before a run (MySQL/MariaDB): PermissionRefused unless a pattern allows the job's owner.
+    """Before a run (MySQL/MariaDB, ``Backend.check_action_granted``): PermissionRefused
+    unless a pattern allows the job's owner.
 
     The runner's guarantee: every owner, every run, whatever submit checked.
     An allow-list the runner cannot read refuses too.
     """
-    if conn.dialect.name == "sqlite":
-        return
     try:
         patterns = granted_patterns(conn, job.owner)
     except DBAPIError as exc:

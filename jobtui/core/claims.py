@@ -1,11 +1,12 @@
-"""The claim protocol's small pieces: lock names, named locks, leases, disconnect errors.
+"""The claim protocol's small pieces: lock names, and what a driver error means to a runner.
 
 MySQL/MariaDB: a job is executed only by the connection that holds
 ``GET_LOCK(lock_name(key, schema, job id), 0)``. The server releases the lock
 when that connection goes away, and keeps it while an orphaned statement of
 a vanished client still runs. SQLite: the job row's lease (``locked_by``,
 ``locked_until``) written inside ``BEGIN IMMEDIATE``. docs/runners.md tells
-the whole protocol.
+the whole protocol; the statements of each database are its backend's
+(``jobtui.core.backends``).
 
 Named locks are server-wide and any account may take or probe one, so their
 names hold a keyed digest (HMAC-SHA256 with a random key kept in
@@ -20,14 +21,17 @@ import hashlib
 import hmac
 import logging
 import sqlite3
+from typing import Any
 
 from sqlalchemy import select, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from jobtui.core import schema
+from jobtui.core.db import mask_text
 from jobtui.core.dberrors import error_code
 from jobtui.core.errors import JobtuiError, PermissionDenied
+from jobtui.core.executor import RunAborted
 
 LOCK_PREFIX = "jobtui"
 MAX_LOCK_NAME = 64
@@ -78,26 +82,6 @@ def read_lock_key(conn: Connection) -> str:
 
 def current_schema(conn: Connection) -> str:
     return str(conn.execute(text("SELECT DATABASE()")).scalar() or "")
-
-
-def connection_id(conn: Connection) -> int:
-    return int(conn.execute(text("SELECT CONNECTION_ID()")).scalar_one())
-
-
-def get_lock(conn: Connection, name: str) -> bool:
-    """Try once (no wait) to take the named lock on this connection."""
-    got = conn.execute(text("SELECT GET_LOCK(:n, 0)"), {"n": name}).scalar()
-    return got == 1
-
-
-def release_lock(conn: Connection, name: str) -> None:
-    conn.execute(text("DO RELEASE_LOCK(:n)"), {"n": name})
-
-
-def lock_holder(conn: Connection, name: str) -> int | None:
-    """The connection id holding the named lock, or None when it is free."""
-    value = conn.execute(text("SELECT IS_USED_LOCK(:n)"), {"n": name}).scalar()
-    return None if value is None else int(value)
 
 
 def is_disconnect(exc: BaseException) -> bool:
@@ -161,17 +145,17 @@ def is_interrupt(exc: BaseException) -> bool:
     return isinstance(orig, sqlite3.OperationalError) and "interrupted" in str(orig)
 
 
-def get_locks(conn: Connection, names: list[str]) -> dict[str, bool]:
-    """Try once (no wait) to take each named lock, in one round trip."""
-    if not names:
-        return {}
-    cols = ", ".join(f"GET_LOCK(:n{i}, 0)" for i in range(len(names)))
-    row = conn.execute(text(f"SELECT {cols}"), {f"n{i}": n for i, n in enumerate(names)}).one()
-    return {n: row[i] == 1 for i, n in enumerate(names)}
-
-
-def release_locks(conn: Connection, names: list[str]) -> None:
-    if not names:
-        return
-    cols = ", ".join(f"RELEASE_LOCK(:n{i})" for i in range(len(names)))
-    conn.execute(text(f"DO {cols}"), {f"n{i}": n for i, n in enumerate(names)})
+def describe(exc: BaseException) -> str:
+    """One readable line for an error (driver errors without SQLAlchemy's noise)."""
+    orig: Any = getattr(exc, "orig", None) if isinstance(exc, DBAPIError) else None
+    if orig is None and type(exc).__module__.startswith(("pymysql", "sqlite3")):
+        orig = exc  # raw driver errors from the executor's own cursor
+    if orig is not None:
+        args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
+        if len(args) >= 2 and isinstance(args[0], int):
+            return mask_text(f"({args[0]}) {args[1]}")
+        return mask_text(f"{type(orig).__name__}: {orig}")
+    text_ = str(exc) or type(exc).__name__
+    if not isinstance(exc, RunAborted) and type(exc).__name__ not in text_:
+        text_ = f"{type(exc).__name__}: {text_}"
+    return mask_text(text_)

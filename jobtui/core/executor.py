@@ -5,7 +5,7 @@ every result set; ``sql`` runs the one statement (draining its rows, so a
 SELECT really executes to the end); ``action`` calls the registered Python
 callable with an ``ActionContext``. The caller owns the transaction: it
 commits after a success and rolls back after a failure or an abort. For an
-action, ``jobtui.core.actions.check_granted`` first checks that an admin
+action, ``Backend.check_action_granted`` first checks that an admin
 allowed it to the owner (a refusal fails the run).
 
 On MySQL/MariaDB a ``call`` or ``sql`` job runs only as its owner's DEFINER
@@ -17,14 +17,16 @@ runner's.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection
 
 from jobtui.core import actions, routines
-from jobtui.core.model import Job, strip_trailing_semicolon
+from jobtui.core.model import Job
+
+if TYPE_CHECKING:
+    from jobtui.core.backends import Backend
 
 FETCH_BATCH = 1000
 
@@ -43,11 +45,13 @@ def execute(
     job: Job,
     abort_event: threading.Event,
     *,
+    backend: Backend,
     routine: routines.Verdict | None = None,
     schema_name: str = "",
     sql_owners: str = "admin",
 ) -> None:
-    """Run ``job.what`` on ``conn`` inside a transaction the caller finishes.
+    """Run ``job.what`` on ``conn`` inside a transaction the caller finishes; a call/sql
+    job's statement through ``backend`` (``Backend.run_statement``).
 
     ``routine``: on MySQL/MariaDB, the verified routine of a ``call``/``sql``
     job in ``schema_name`` (``routines.verify``); without one that passed, the
@@ -57,7 +61,7 @@ def execute(
     del sql_owners
     what = job.what
     if what.kind == "action":
-        actions.check_granted(conn, job)  # the admins' allow-list (MySQL/MariaDB)
+        backend.check_action_granted(conn, job)  # the admins' allow-list
         fn = actions.resolve(what.target)
         ctx = actions.ActionContext(
             job=job, connection=conn, args=tuple(what.args), abort_event=abort_event
@@ -67,30 +71,10 @@ def execute(
         except actions.ActionAborted as exc:
             raise RunAborted(str(exc) or "aborted") from exc
         return
-    raw = dbapi_connection(conn)
-    if isinstance(raw, sqlite3.Connection):
-        if what.kind != "sql":
-            raise RuntimeError(f"{what.kind} jobs need MySQL/MariaDB; on SQLite use sql or action")
-        if not raw.in_transaction:
-            raw.execute("BEGIN")
-        cur = raw.cursor()
-        try:
-            cur.execute(strip_trailing_semicolon(what.target))
-            while cur.fetchmany(FETCH_BATCH):
-                pass
-        finally:
-            cur.close()
-        return
-    name = routines.check(routine)
-    cur = raw.cursor()
-    try:
-        cur.execute(routines.call_statement(schema_name, name, len(what.args)), list(what.args))
-        _drain(cur)
-    finally:
-        cur.close()
+    backend.run_statement(conn, what, routine=routine, schema_name=schema_name)
 
 
-def _drain(cur: Any) -> None:
+def drain(cur: Any) -> None:
     """Read every row of every result set (a CALL returns one per SELECT, plus a status)."""
     while True:
         while cur.fetchmany(FETCH_BATCH):
@@ -107,13 +91,8 @@ def commit(conn: Connection) -> None:
         raw.commit()
 
 
-def rollback(conn: Connection) -> None:
+def rollback(conn: Connection, backend: Backend) -> None:
     if conn.in_transaction():
         conn.rollback()
     else:
-        raw = dbapi_connection(conn)
-        if isinstance(raw, sqlite3.Connection):
-            if raw.in_transaction:
-                raw.execute("ROLLBACK")
-        else:
-            raw.rollback()
+        backend.rollback_driver(dbapi_connection(conn))

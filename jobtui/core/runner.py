@@ -28,27 +28,28 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, text, update
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
-from jobtui.core import batchsql, bookkeeping, claims, executor, routines, schema
-from jobtui.core.db import mask_text, reset_mysql_session
+from jobtui.core import bookkeeping, claims, schema
+from jobtui.core.claiming import Claimer, Run
+from jobtui.core.claims import describe as _describe
+from jobtui.core.db import mask_text
 from jobtui.core.dberrors import translate_db_error
-from jobtui.core.errors import InvalidInput, JobLocked, JobtuiError
-from jobtui.core.model import Intent, Job, Outcome, Status
+from jobtui.core.errors import JobLocked, JobtuiError
+from jobtui.core.model import Outcome
 from jobtui.core.reaping import Reaper
+from jobtui.core.recording import Ended, Recorder
 from jobtui.core.retention import Retention
-from jobtui.core.rowmap import job_from_row
+from jobtui.core.running import abort_run, execute_run, find_aborts
 from jobtui.core.runresult import OnRun, RunResult
-from jobtui.core.schedules import next_slot
+from jobtui.core.session import Session, transaction, write_transaction
 from jobtui.core.store import JobStore
-from jobtui.core.timeutil import Clock, aware, from_db, iso, to_db
-from jobtui.core.transitions import PHASES, derive_status, is_due_for_schedule
+from jobtui.core.timeutil import Clock, aware, from_db, to_db
 
 log = logging.getLogger("jobtui.runner")
 
@@ -62,101 +63,10 @@ MAX_BATCH = 256  # short jobs claimed and recorded together when many are due
 BATCH_BUDGET = 0.25  # seconds: a batch's jobs run one after another; their last runs add up to this
 MIN_PASS = 0.02  # seconds between two scheduler passes a worker asked for
 DEFAULT_LEAD = 0.25  # seconds: a slot due this soon is claimed now and executed at its time
-# What a run claimed ahead re-reads at its slot.
-RECHECK_COLUMNS = ("id", "intent", "broken", "abort_requested", "remove_requested")
 BURST_WAIT = 0.2  # seconds: the longest a batch's recording waits for a slot's other batches
 SHORT_RUN = 0.1  # seconds: a job whose last run took less may be batched
 RECONNECT_CAP = 5.0
 PRUNE_MAX_BATCHES = 20  # per housekeeping pass; the rest goes in the next one
-
-
-@dataclass(eq=False)
-class _Session:
-    """One worker thread's connection (it claims, executes and records on it)."""
-
-    engine: Engine
-    mysql: bool
-    conn: Connection | None = None
-    cid: int | None = None
-    dirty: bool = False  # a run executed on it since it was connected or last reset
-
-    def get(self) -> Connection:
-        if self.conn is not None and (self.conn.closed or self.conn.invalidated):
-            self.discard()
-        if self.conn is None:
-            conn = self.engine.connect()
-            try:
-                if self.mysql:
-                    self.cid = claims.connection_id(conn)
-                    conn.commit()
-            except Exception:
-                conn.close()
-                raise
-            self.conn = conn
-        return self.conn
-
-    def reset(self) -> None:
-        """MySQL/MariaDB: back to a new connection's session (``db.reset_mysql_session``),
-        so nothing a run set (time zone, sql_mode, user variables, named locks, ...)
-        reaches the next owner's claim or run. A connection that cannot be reset is
-        closed: the next one is new."""
-        conn = self.conn
-        if conn is None:
-            self.dirty = False
-            return
-        try:
-            if conn.in_transaction():
-                conn.rollback()
-            reset_mysql_session(executor.dbapi_connection(conn))
-            self.dirty = False
-        except Exception as exc:
-            log.warning("could not reset a runner session (reconnecting): %s", _describe(exc))
-            self.discard()
-
-    def discard(self) -> None:
-        conn, self.conn, self.cid = self.conn, None, None
-        self.dirty = False
-        if conn is None:
-            return
-        try:
-            conn.invalidate()
-        except Exception as exc:  # already broken: nothing more to release
-            log.debug("invalidate failed: %s", exc)
-        try:
-            conn.close()
-        except Exception as exc:
-            log.debug("close failed: %s", exc)
-
-
-@dataclass(frozen=True)
-class _ExprFailure:
-    """Why a job's expression gave no next run at the claim. ``final``: the expression's
-    own fault (error, timeout, not a date, routine refused): ERROR with no next run;
-    else (the runner could not check, the connection broke) an ordinary retry."""
-
-    reason: str
-    final: bool
-
-
-@dataclass(eq=False)
-class _Run:
-    """A run this pool has claimed and not yet recorded."""
-
-    job: Job
-    slot: datetime
-    manual: bool
-    skipped: int
-    started: datetime
-    session: _Session
-    lock_name: str | None
-    abort_event: threading.Event = field(default_factory=threading.Event)
-    abort_reason: str | None = None  # operator | removed | shutdown
-    guard: threading.Lock = field(default_factory=threading.Lock)
-    executing: bool = False
-    exec_start: datetime | None = None
-    ahead: bool = False  # claimed before its slot (lead): it waits for the slot
-    routine: routines.Verdict | None = None  # MySQL/MariaDB: the verified routine to call
-    expr_error: _ExprFailure | None = None  # its expression failed at the claim: not executed
 
 
 _Item = tuple[str, list[int]] | None  # ("run" | "hold", job ids); None: a thread's stop
@@ -266,8 +176,6 @@ class RunnerPool:
         self.host = socket.gethostname()[:255]
         self.runner_id = f"{self.host}:{os.getpid()}:{self.name}:{secrets.token_hex(3)}"[:190]
         self.backend = store.backend
-        # The claim and record paths' switch, until they speak to the backend.
-        self.mysql = self.backend.named_locks
         self.running = False
         self.hold_error: JobLocked | None = None
         self.hold_ready = threading.Event()
@@ -275,14 +183,13 @@ class RunnerPool:
         self._schema = ""
         self._lock_key = ""  # the store's jobtui_secret key: lock names operators cannot compute
         self._lock = threading.Lock()
-        self._active: dict[int, _Run | None] = {}  # job id -> run (None while claiming)
+        self._active: dict[int, Run | None] = {}  # job id -> run (None while claiming)
         # Batches claimed ahead of their slot that are executing now: their recording
         # waits for the others' executions (BURST_WAIT at most), so a slot's burst of
         # runs is not slowed down by the bookkeeping of the batches that ended first.
         self._burst = threading.Condition()
         self._bursting = 0
         self._cooldown: dict[int, float] = {}
-        self._problems_told: dict[int, str] = {}  # job id -> the problem last logged for it
         self._long_taken: set[int] = set()  # taken jobs that are not batched (guarded by _lock)
         self._owner_of: dict[int, str] = {}  # taken job id -> its owner (guarded by _lock)
         self._queue = _OwnerQueue(self.owner_cap)
@@ -296,6 +203,17 @@ class RunnerPool:
         self.retention: Retention = retention if retention is not None else store.retention
         self.pruned = 0
         self._reaper = Reaper(self)  # our row in the runner table; dead runners' jobs back
+        # Claiming and recording (claiming.py, recording.py), through the store's backend.
+        self._claimer = Claimer(
+            self.backend,
+            runner_id=self.runner_id,
+            clock=self.now,
+            lease=timedelta(seconds=self.heartbeat_timeout),
+            lock_name=self._lock_name,
+            evaluate_expr=store.evaluate_expr,
+            hold=hold,
+        )
+        self._recorder = Recorder(self.backend, runner_id=self.runner_id, hold=hold)
 
     # ------------------------------------------------------------------ public
 
@@ -389,7 +307,7 @@ class RunnerPool:
         with self._lock:
             return bool(self._active)
 
-    def _runs(self) -> list[_Run]:
+    def _runs(self) -> list[Run]:
         with self._lock:
             return [r for r in self._active.values() if r is not None]
 
@@ -530,7 +448,7 @@ class RunnerPool:
         """Queue the jobs: one by one, except short ones when there are many (batches).
 
         A batch holds one owner's jobs only: its runs share a connection, which is
-        reset after each batch (``_Session.reset``). An owner's short jobs are spread
+        reset after each batch (``Session.reset``). An owner's short jobs are spread
         over the threads (one batch each), unless a batch's last durations would add
         up to more than BATCH_BUDGET: then more, smaller batches. (Not over the threads
         the owner may hold at once: larger batches' claims lock by a table scan once
@@ -550,7 +468,7 @@ class RunnerPool:
                 self._queue.put(("run", ids[i : i + size]), owner)
 
     def _worker_loop(self) -> None:
-        session = _Session(self.engine, self.mysql)
+        session = Session(self.engine, self.backend)
         try:
             while True:
                 item, owner = self._queue.get()
@@ -650,22 +568,12 @@ class RunnerPool:
     @contextmanager
     def _txn(self, conn: Connection, *, write: bool = True) -> Iterator[Connection]:
         """A transaction on ``conn``: BEGIN IMMEDIATE on SQLite when writing."""
-        if conn.in_transaction():
-            conn.rollback()
-        if write and not self.mysql:
-            conn.execution_options(immediate=True)
-            try:
-                trans = conn.begin()
-            finally:
-                conn.execution_options(immediate=False)
-        else:
-            trans = conn.begin()
-        with trans:
-            yield conn
+        with transaction(self.backend, conn, write=write) as c:
+            yield c
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:
-        with self.engine.connect() as conn, self._txn(conn) as c:
+        with write_transaction(self.backend, self.engine) as c:
             yield c
 
     def _lock_row(self, conn: Connection, job_id: int) -> Any:
@@ -678,37 +586,21 @@ class RunnerPool:
         key = self._lock_key or self.store.lock_key()  # read at start(); once per store
         return claims.lock_name(key, self._schema, job_id)
 
-    def _take_hold(self, session: _Session, job_id: int) -> None:
+    def _take_hold(self, session: Session, job_id: int) -> None:
         """Foreground mode: hold the job's lock (or lease) from now until stop."""
         try:
-            conn = session.get()
-            if self.mysql:
-                name = self._lock_name(job_id)
-                if not claims.get_lock(conn, name):
-                    holder = claims.lock_holder(conn, name)
-                    self.hold_error = JobLocked(self._job_label(job_id), f"connection {holder}")
-                conn.commit()
-                return
             now = self.now()
-            j = schema.job
-            with self._txn(conn) as c:
-                row = self._lock_row(c, job_id)
-                if row is None:
-                    return
-                leased = (
-                    row.locked_by
-                    and row.locked_by != self.runner_id
-                    and (from_db(row.locked_until) or now) > now
-                )
-                if row.running or leased:
-                    holder = row.locked_by or row.runner_id
-                    self.hold_error = JobLocked(row.name, f"runner {holder}")
-                    return
-                c.execute(
-                    update(j)
-                    .where(j.c.id == job_id)
-                    .values(locked_by=self.runner_id, locked_until=to_db(self._lease_end(now)))
-                )
+            held = self.backend.take_hold(
+                session.get(),
+                job_id,
+                lock_name=self._lock_name,
+                runner_id=self.runner_id,
+                now=now,
+                lease_until=self._lease_end(now),
+            )
+            if held is not None:
+                name, holder = held
+                self.hold_error = JobLocked(name or self._job_label(job_id), holder)
         finally:
             self.hold_ready.set()
 
@@ -719,7 +611,7 @@ class RunnerPool:
     def _lease_end(self, now: datetime) -> datetime:
         return now + timedelta(seconds=self.heartbeat_timeout)
 
-    def _process(self, session: _Session, job_ids: list[int]) -> None:
+    def _process(self, session: Session, job_ids: list[int]) -> None:
         if session.dirty and not self.hold:
             session.reset()  # not reset after its last batch (recording gave up): now
         try:
@@ -738,9 +630,19 @@ class RunnerPool:
                 self._active[run.job.id] = run
         self._run_batch(runs)
 
-    def _run_batch(self, runs: list[_Run]) -> None:
+    def _claim(self, session: Session, job_ids: list[int]) -> list[Run]:
+        """Claim what is still eligible of ``job_ids`` (``Claimer.claim``); the others
+        are left alone for a moment (the scheduler's cooldown)."""
+        runs, declined = self._claimer.claim(session, job_ids, lead=self._lead)
+        if declined:
+            until = time.monotonic() + min(self.poll, 0.5)
+            for jid in declined:
+                self._cooldown[jid] = until
+        return runs
+
+    def _run_batch(self, runs: list[Run]) -> None:
         """Execute claimed runs one after the other (each at its slot), then record them."""
-        done: list[tuple[_Run, Outcome, str | None, datetime]] = []
+        done: list[Ended] = []
         checked = False
         # Only batches of short jobs (more than one run) take part: a job run alone (long,
         # or of unknown duration) neither waits for the others nor makes them wait.
@@ -755,7 +657,7 @@ class RunnerPool:
                     self._wait_for_slot(run)
                     if not checked:
                         checked = True
-                        self._withdraw([r for r in runs if r.ahead])
+                        self._claimer.withdraw([r for r in runs if r.ahead])
                 outcome, error = self._execute(run)
                 done.append((run, outcome, error, self.now()))
         finally:
@@ -768,566 +670,38 @@ class RunnerPool:
                 self._burst.wait_for(lambda: self._bursting == 0, timeout=BURST_WAIT)
         self._finish(done)
 
-    def _verify(self, runs: list[_Run]) -> None:
-        """MySQL/MariaDB: the routines of a batch's call/sql jobs, verified in one query on
-        the batch's own connection before any of them runs (``routines.verify``)."""
-        jobs = [run.job for run in runs if run.job.what.kind in ("call", "sql")]
-        if not self.mysql or not jobs:
-            return
-        session = runs[0].session
-        try:
-            # No transaction of its own (no COMMIT to pay): the first run's transaction
-            # starts with this read of mysql.proc, a non-transactional table.
-            verdicts = routines.verify(session.get(), self._schema, jobs)
-        except Exception as exc:  # each run then fails with the reason, nothing executes
-            if claims.is_disconnect(exc):
-                session.discard()
-            problem = f"the runner could not verify the job's routine: {_describe(exc)}"
-            verdicts = {job.id: routines.Verdict(None, problem) for job in jobs}
-        for run in runs:
-            run.routine = verdicts.get(run.job.id)
+    def _verify(self, runs: list[Run]) -> None:
+        self._claimer.verify(runs, self._schema)
 
-    def _wait_for_slot(self, run: _Run) -> None:
+    def _wait_for_slot(self, run: Run) -> None:
         """A run claimed ahead of its slot (``lead``) starts at the slot, or when aborted."""
         early = (run.slot - self.now()).total_seconds()
         if early > 0:
             # Bounded by the lead: an injected clock that stands still does not stall us.
             run.abort_event.wait(min(early, self._lead.total_seconds()))
 
-    def _withdraw(self, runs: list[_Run]) -> None:
-        """At the slot, drop runs claimed ahead whose job was paused, disabled, broken,
-        aborted or removed meanwhile: they are recorded as aborted, never started.
-
-        A pause that returned before the slot stops it, as it would have without the
-        lead; one statement per batch (on MySQL/MariaDB on the batch's own connection).
-        """
-        j = schema.job
-        ids = [run.job.id for run in runs]
-        rows: dict[int, Any]
-        try:
-            if self.mysql:
-                # On the batch's own (idle) connection, in a transaction of its own:
-                # no pool checkout at the slot, when every thread re-checks at once.
-                session = runs[0].session
-                with self._raw_txn(session.get(), "re-check") as cur:
-                    found = batchsql.read_rows(cur, RECHECK_COLUMNS, ids, lock=False)
-                rows = {int(row.id): row for row in found}
-            else:
-                query = select(*(j.c[name] for name in RECHECK_COLUMNS)).where(j.c.id.in_(ids))
-                with self.engine.connect() as conn:
-                    rows = {int(row.id): row for row in conn.execute(query)}
-                    conn.rollback()
-        except Exception as exc:  # the runs go ahead as claimed; the monitor still aborts
-            log.warning("could not re-check jobs claimed ahead: %s", _describe(exc))
-            if claims.is_disconnect(exc):
-                runs[0].session.discard()
-            return
-        for run in runs:
-            row = rows.get(run.job.id)
-            if row is None or row.remove_requested:
-                reason = "removed"
-            elif row.abort_requested:
-                reason = "operator"
-            elif row.intent != "ENABLED" or row.broken:
-                reason = "withdrawn"
-            else:
-                continue
-            run.abort_reason = run.abort_reason or reason
-            run.abort_event.set()
-
-    def _claim(self, session: _Session, job_ids: list[int]) -> list[_Run]:
-        conn = session.get()
-        locked: list[str] = []
-        problems: dict[int, str] = {}
-        try:
-            runs = self._claim_txn(session, conn, job_ids, locked, problems)
-        except Exception as exc:
-            self._release_names(session, locked)
-            if not claims.is_duplicate(exc):
-                raise
-            if len(job_ids) > 1:  # one of them hit the slot guard: claim them one by one
-                return [run for jid in job_ids for run in self._claim(session, [jid])]
-            self._skip_taken_slot(conn, job_ids[0])
-            return []
-        claimed = {run.job.id for run in runs}
-        for jid in job_ids:
-            if jid not in claimed:
-                self._cooldown[jid] = time.monotonic() + min(self.poll, 0.5)
-        if problems:
-            self._mark_problems(problems)
-        return runs
-
-    def _mark_problems(self, problems: dict[int, str]) -> None:
-        """Mark BROKEN, with the problem as the reason, the jobs whose rows the claim found
-        invalid (jobtui.core.rows): in one short transaction of their own after the
-        claim's (the batch's claims stand whatever happens here), each row re-read under
-        its lock and marked only while it still has a problem. Logged once per job and
-        problem, not at every pass."""
-        now = self.now()
-        j = schema.job
-        marked: list[tuple[int, str, str]] = []
-        try:
-            with self._write() as c:
-                query = select(j).where(j.c.id.in_(sorted(problems))).order_by(j.c.id)
-                for row in c.execute(query.with_for_update()).all():
-                    job = job_from_row(row)
-                    if job.problem is None or job.running:
-                        continue  # fixed meanwhile, or claimed by another pool since
-                    reason = job.problem[: bookkeeping.MAX_ERROR_LENGTH]
-                    marked.append((job.id, job.name, reason))
-                    if row.broken and row.broken_reason == reason and not row.run_now:
-                        continue  # marked before (a pool with a stale view of the row)
-                    valid = row.intent in Intent.__members__ and row.phase in PHASES
-                    status = (
-                        derive_status(
-                            intent=row.intent, broken=True, running=False, phase=row.phase
-                        )
-                        if valid
-                        else Status.BROKEN
-                    )
-                    values = {
-                        "broken": True,
-                        "broken_reason": reason,
-                        "run_now": False,  # run-now runs even a broken job: not this one
-                        "status": status.value,
-                        "updated": to_db(now),
-                    }
-                    update_job(c, job.id, values, only_idle=True)
-        except Exception as exc:
-            text_ = _describe(exc)
-            if self._problems_told.get(0) != text_:  # ids start at 1: 0 is this warning
-                self._problems_told[0] = text_
-                log.warning("could not mark jobs %s broken: %s", sorted(problems), text_)
-            return
-        if len(self._problems_told) > 10_000:
-            self._problems_told.clear()
-        for jid, name, reason in marked:
-            if self._problems_told.get(jid) != reason:
-                self._problems_told[jid] = reason
-                log.warning("job %s (id %s) is not run, marked BROKEN: %s", name, jid, reason)
-
-    def _release_names(self, session: _Session, names: list[str]) -> None:
-        conn = session.conn
-        if not names or self.hold or conn is None:
-            return
-        try:
-            if conn.in_transaction():
-                conn.rollback()
-            claims.release_locks(conn, names)
-            conn.commit()
-        except Exception as exc:
-            log.warning("could not release locks %s: %s", names, _describe(exc))
-            session.discard()  # closing the connection frees its locks
-
-    def _claim_txn(
-        self,
-        session: _Session,
-        conn: Connection,
-        job_ids: list[int],
-        locked: list[str],
-        problems: dict[int, str],
-    ) -> list[_Run]:
-        """Claim the jobs that are still eligible, in one transaction.
-
-        A row with a problem (jobtui.core.rows) is not claimed: it goes into
-        ``problems`` (job id -> problem), for ``_mark_problems``.
-        """
-        if self.mysql and not self.hold:
-            return self._claim_batch(session, conn, job_ids, locked, problems)
-        now = self.now()
-        j, r = schema.job, schema.run
-        runs: list[_Run] = []
-        names: dict[int, str] = {}
-        with self._txn(conn) as c:
-            ids = list(job_ids)
-            if self.mysql:
-                # Named locks are not transactional: they outlive a rollback (we release them).
-                wanted = {jid: self._lock_name(jid) for jid in job_ids}
-                got = claims.get_locks(c, list(wanted.values()))
-                names = {jid: n for jid, n in wanted.items() if got.get(n)}
-                locked.extend(names.values())
-                ids = list(names)
-            rows = (
-                c.execute(select(j).where(j.c.id.in_(ids)).order_by(j.c.id).with_for_update()).all()
-                if ids
-                else []
-            )
-            run_rows: list[dict[str, Any]] = []
-            for row in rows:
-                job = job_from_row(row)
-                if job.problem is not None:
-                    if not job.running:
-                        problems[job.id] = job.problem
-                    continue
-                plan = self._claim_row(c, session, row, now, job)
-                if plan is None:
-                    continue
-                claimed, values, rows_ = plan
-                if update_job(c, claimed.job.id, values, only_idle=True).rowcount != 1:
-                    continue
-                claimed.lock_name = names.get(claimed.job.id)
-                runs.append(claimed)
-                run_rows.extend(rows_)
-            if run_rows:
-                c.execute(insert(r), run_rows)
-            unused = [n for jid, n in names.items() if jid not in {x.job.id for x in runs}]
-            if unused and not self.hold:
-                claims.release_locks(c, unused)
-                for n in unused:
-                    locked.remove(n)
-        return runs
-
-    @contextmanager
-    def _raw_txn(self, conn: Connection, what: str) -> Iterator[Any]:
-        """A DB-API cursor on ``conn`` for one transaction of raw statements (batchsql):
-        committed when the block ends, rolled back when it raises."""
-        if conn.in_transaction():
-            conn.rollback()
-        cur = executor.dbapi_connection(conn).cursor()
-        try:
-            yield cur
-            executor.commit(conn)
-        except BaseException:
-            try:
-                executor.rollback(conn)
-            except Exception as exc:
-                log.debug("rollback after a failed %s: %s", what, _describe(exc))
-            raise
-        finally:
-            cur.close()
-
-    def _claim_batch(
-        self,
-        session: _Session,
-        conn: Connection,
-        job_ids: list[int],
-        locked: list[str],
-        problems: dict[int, str],
-    ) -> list[_Run]:
-        """MySQL/MariaDB: claim a batch in five statements (batchsql), in one transaction.
-
-        The same protocol as one job at a time: the named lock of each job on this
-        (the executing) connection, each row re-checked under FOR UPDATE, the
-        run-log rows (UNIQUE slot) written in the claim's transaction.
-        """
-        now = self.now()
-        with self._raw_txn(conn, "claim") as cur:
-            wanted = [(jid, self._lock_name(jid)) for jid in job_ids]
-            got = batchsql.get_locks(cur, [n for _, n in wanted])
-            names = {jid: n for (jid, n), ok in zip(wanted, got, strict=True) if ok}
-            locked.extend(names.values())
-            rows = batchsql.lock_rows(cur, batchsql.CLAIM_COLUMNS, list(names))
-            jobs = batchsql.jobs(batchsql.CLAIM_COLUMNS, rows)
-            runs: list[_Run] = []
-            values: dict[int, dict[str, Any]] = {}
-            run_rows: list[dict[str, Any]] = []
-            for row, job in zip(rows, jobs, strict=True):
-                if job.problem is not None:  # never claimed: marked BROKEN after the claim
-                    if not job.running:
-                        problems[job.id] = job.problem
-                    continue
-                plan = self._claim_row(conn, session, row, now, job)
-                if plan is None:
-                    continue
-                claimed, vals, rows_ = plan
-                claimed.lock_name = names[claimed.job.id]
-                runs.append(claimed)
-                values[claimed.job.id] = vals
-                run_rows.extend(rows_)
-            if runs:
-                # Every row is locked and was seen idle: all of them must match.
-                matched = batchsql.update_jobs(cur, values, only_idle=True)
-                if matched != len(runs):
-                    raise RuntimeError(f"claim matched {matched} of {len(runs)} locked rows")
-                batchsql.insert_runs(cur, run_rows)
-            claimed_ids = {run.job.id for run in runs}
-            unused = [n for jid, n in names.items() if jid not in claimed_ids]
-            batchsql.release_locks(cur, unused)
-        for n in unused:
-            locked.remove(n)
-        return runs
-
-    def _claim_row(
-        self,
-        c: Connection,
-        session: _Session,
-        row: Any,
-        now: datetime,
-        job: Job | None = None,
-    ) -> tuple[_Run, dict[str, Any], list[dict[str, Any]]] | None:
-        """Plan the claim of one locked job row if it is eligible.
-
-        Returns the run, the job row's new values and its run-log rows, or None.
-        A slot due within ``lead`` seconds is claimed as if it were due now
-        (the run then waits for its slot before it executes). ``job``: the row
-        as a Job, when the caller built the batch's at once. Never a job whose row has
-        a problem (jobtui.core.rows): the callers mark those BROKEN instead.
-        """
-        if job is None:
-            job = job_from_row(row)
-        if job.problem is not None or job.running:
-            return None
-        if (
-            not self.mysql
-            and row.locked_by
-            and row.locked_by != self.runner_id
-            and (bookkeeping.row_time(row.locked_until) or now) > now
-        ):
-            return None
-        next_run = job.next_run
-        at = now
-        if next_run is not None and now < next_run <= now + self._lead:
-            at = next_run
-        due = is_due_for_schedule(
-            intent=row.intent,
-            broken=bool(row.broken),
-            running=False,
-            phase=row.phase,
-            next_run=next_run,
-            now=at,
-        )
-        if not due and not row.run_now:
-            return None
-        sched = job.schedule
-        anchor = bookkeeping.anchor(job)
-        skipped = 0
-        first = next_run
-        expr_error = None
-        if due:
-            assert first is not None
-            slot, skipped = bookkeeping.coalesce(sched, first, at, anchor)
-            if sched.kind in ("every", "cron"):
-                nxt = next_slot(sched, max(at, slot), anchor)
-            elif sched.kind == "once":
-                nxt = None
-            else:
-                nxt, expr_error = self._eval_expr(c, job, at)
-        else:
-            slot, nxt = now, next_run  # run-now leaves the schedule alone
-        start = at if due else now  # a slot claimed ahead starts at the slot
-        start_db = to_db(start)
-        values: dict[str, Any] = {
-            "running": True,
-            "status": Status.RUNNING.value,
-            "this_run": start_db,
-            "next_run": to_db(nxt),
-            "runner_id": self.runner_id,
-            "runner_connection_id": session.cid,
-            "runner_start": start_db,
-            "runner_finish": None,
-            "last_cycle_start": start_db,
-            "run_now": False,
-            "abort_requested": False,
-            "updated": to_db(now),
-        }
-        if not self.mysql:
-            values["locked_by"] = self.runner_id
-            values["locked_until"] = to_db(self._lease_end(now))
-        common = {
-            "job_id": job.id,
-            "job_name": job.name,
-            "owner": job.owner,
-            "runner": self.runner_id,
-        }
-        run_rows: list[dict[str, Any]] = []
-        if skipped:
-            assert first is not None
-            run_rows.append(
-                {
-                    **common,
-                    "scheduled_for": to_db(first),
-                    "started": None,
-                    "outcome": Outcome.SKIPPED.value,
-                    "error": (
-                        f"{skipped} slot(s) from {iso(first)} missed (no runner up, or the "
-                        f"job still busy): coalesced into the run of {iso(slot)}"
-                    ),
-                    "skipped": skipped,
-                    "manual": False,
-                }
-            )
-        run_rows.append(
-            {
-                **common,
-                "scheduled_for": to_db(slot),
-                "started": start_db,
-                "outcome": Outcome.RUNNING.value,
-                "error": None,
-                "skipped": 0,
-                "manual": not due,
-            }
-        )
-        job.running = True
-        run = _Run(
-            job=job,
-            slot=slot,
-            manual=not due,
-            skipped=skipped,
-            started=start,
-            session=session,
-            lock_name=None,
-            ahead=due and at > now,
-            expr_error=expr_error,
-        )
-        return run, values, run_rows
-
-    def _eval_expr(
-        self, conn: Connection, job: Job, now: datetime
-    ) -> tuple[datetime | None, _ExprFailure | None]:
-        """The next run from the job's expression: (next, None), or (None, why not).
-
-        MySQL/MariaDB: the owner's own FUNCTION, verified first, run with the owner's
-        rights and at most ``routines.EXPR_TIMEOUT`` seconds (never the runner's
-        rights, never a thread held). A failure fails the run; when the expression
-        itself is at fault the job goes to ERROR with no next run, until its owner
-        changes it.
-        """
-        sched = job.schedule
-        assert sched.expr is not None
-        try:
-            nxt = self.store.evaluate_expr(sched.expr, now, conn=conn, job=job)
-        except Exception as exc:
-            log.warning("job %s: expr failed at run start: %s", job.name, _describe(exc))
-            final = isinstance(exc, InvalidInput)
-            what = "so the job has no next run" if final else "it is tried again later"
-            return None, _ExprFailure(
-                f"the schedule's expression failed, {what}: {_describe(exc)}", final
-            )
-        if nxt is not None and sched.finish is not None and nxt > sched.finish:
-            return None, None
-        return nxt, None
-
-    def _skip_taken_slot(self, conn: Connection, job_id: int) -> None:
-        """The run log already has this slot (UNIQUE guard): move on to the next slot."""
-        now = self.now()
-        j = schema.job
-        with self._txn(conn) as c:
-            row = self._lock_row(c, job_id)
-            if row is None or row.running:
-                return
-            job = job_from_row(row)
-            if job.problem is not None:
-                return  # the next claim marks it BROKEN
-            if job.schedule.kind in ("every", "cron") and job.next_run is not None:
-                nxt = next_slot(job.schedule, max(now, job.next_run), bookkeeping.anchor(job))
-                phase = row.phase if nxt is not None else "FINISHED"
-            else:
-                nxt, phase = None, "FINISHED"
-            log.warning("job %s: slot %s already in the run log; skipping it", job.name, now)
-            c.execute(
-                update(j)
-                .where(j.c.id == job_id)
-                .values(
-                    next_run=to_db(nxt),
-                    run_now=False,
-                    phase=phase,
-                    status=derive_status(
-                        intent=row.intent, broken=bool(row.broken), running=False, phase=phase
-                    ).value,
-                    updated=to_db(now),
-                )
-            )
-
     # ------------------------------------------------------------------ executing
 
-    def _execute(self, run: _Run) -> tuple[Outcome, str | None]:
-        session = run.session
-        if run.expr_error is not None:
-            return Outcome.FAILED, run.expr_error.reason  # nothing ran (docs/runners.md)
-        try:
-            conn = session.get()
-            with run.guard:
-                if run.abort_event.is_set():
-                    raise executor.RunAborted("aborted before it started")
-                run.executing = True
-            run.exec_start = self.now()
-            session.dirty = self.mysql
-            try:
-                executor.execute(
-                    conn, run.job, run.abort_event, routine=run.routine, schema_name=self._schema
-                )
-            finally:
-                with run.guard:
-                    run.executing = False
-            if run.abort_event.is_set():
-                raise executor.RunAborted("aborted")
-            executor.commit(conn)
-            return Outcome.OK, None
-        except Exception as exc:
-            if claims.is_disconnect(exc):
-                session.discard()
-            elif session.conn is not None:
-                try:
-                    executor.rollback(session.conn)
-                except Exception as exc2:
-                    log.warning("rollback failed: %s", _describe(exc2))
-                    session.discard()
-            if run.abort_event.is_set() or isinstance(exc, executor.RunAborted):
-                return Outcome.ABORTED, self._abort_text(run)
-            return Outcome.FAILED, _describe(exc)
+    def _execute(self, run: Run) -> tuple[Outcome, str | None]:
+        return execute_run(
+            run, self.backend, schema_name=self._schema, now=self.now, runner_id=self.runner_id
+        )
 
-    def _abort_text(self, run: _Run) -> str:
-        if run.abort_reason == "shutdown":
-            return f"aborted: runner {self.runner_id} stopped and its grace period ran out"
-        if run.abort_reason == "removed":
-            return "aborted: the job was removed while it ran"
-        if run.abort_reason == "withdrawn":
-            return (
-                "not started: the job was paused, disabled or marked broken between "
-                "the claim of this slot and the slot"
-            )
-        return "aborted by operator"
-
-    def _abort(self, run: _Run) -> None:
+    def _abort(self, run: Run) -> None:
         """Stop a run in flight: the action's event, and the statement on its connection."""
-        run.abort_event.set()
-        with run.guard:
-            if not run.executing:
-                return
-            conn = run.session.conn
-            try:
-                if self.mysql:
-                    cid = run.session.cid
-                    if cid is not None:
-                        with self.engine.connect() as other:
-                            other.execute(text(f"KILL QUERY {int(cid)}"))  # an int we read
-                elif conn is not None:
-                    executor.dbapi_connection(conn).interrupt()
-            except Exception as exc:
-                log.warning("could not interrupt job %s: %s", run.job.name, _describe(exc))
+        abort_run(run, self.backend, self.engine)
 
     def _check_aborts(self) -> None:
         runs = self._runs()
         if not runs:
             return
-        j = schema.job
-        ids = [run.job.id for run in runs]
-        with self.engine.connect() as conn:
-            rows = {
-                int(r.id): r
-                for r in conn.execute(
-                    select(j.c.id, j.c.abort_requested, j.c.remove_requested, j.c.runner_id).where(
-                        j.c.id.in_(ids)
-                    )
-                )
-            }
-            conn.rollback()
-        for run in runs:
-            if run.abort_event.is_set():
-                continue
-            row = rows.get(run.job.id)
-            if row is None or (row.remove_requested and row.runner_id == self.runner_id):
-                run.abort_reason = "removed"
-            elif row.abort_requested and row.runner_id == self.runner_id:
-                run.abort_reason = "operator"
-            else:
-                continue
+        for run in find_aborts(self.engine, runs, self.runner_id):
             log.info("aborting job %s (%s)", run.job.name, run.abort_reason)
             self._abort(run)
 
     # ------------------------------------------------------------------ recording
 
-    def _finish(self, done: list[tuple[_Run, Outcome, str | None, datetime]]) -> None:
+    def _finish(self, done: list[Ended]) -> None:
         """Record the outcomes (retrying until the database answers), then report them."""
         items = []
         for run, outcome, error, finished in done:
@@ -1340,7 +714,7 @@ class RunnerPool:
         for attempt in itertools.count():
             try:
                 conn = session.get()
-                self._finish_txn(conn, items)
+                self._recorder.record(conn, items)
                 break
             except Exception as exc:
                 if claims.is_interrupt(exc) and attempt < 3:
@@ -1381,215 +755,3 @@ class RunnerPool:
                 )
             except Exception as exc:
                 log.warning("on_run callback failed: %s", exc)
-
-    def _finish_txn(
-        self,
-        conn: Connection,
-        items: list[tuple[_Run, Outcome, str | None, datetime]],
-    ) -> None:
-        j = schema.job
-        release = [] if self.hold else [run.lock_name for run, *_ in items if run.lock_name]
-        if self.mysql and not self.hold:
-            self._record_batch(conn, items, release)
-            return
-        with self._txn(conn) as c:
-            try:
-                for run, outcome, error, finished in items:
-                    self._record_run(c, run, outcome, error, finished)
-                ids = [run.job.id for run, *_ in items]
-                rows = {
-                    int(row.id): row
-                    for row in c.execute(select(j).where(j.c.id.in_(ids)).with_for_update())
-                }
-                for run, outcome, error, finished in items:
-                    self._record_job(c, rows.get(run.job.id), run, outcome, error, finished)
-            finally:
-                # Inside the transaction: the job rows stay locked until the commit, so a
-                # runner that takes a named lock now still waits for the row.
-                if release:
-                    claims.release_locks(c, release)
-
-    def _record_batch(
-        self,
-        conn: Connection,
-        items: list[tuple[_Run, Outcome, str | None, datetime]],
-        release: list[str],
-    ) -> None:
-        """MySQL/MariaDB: record a batch's outcomes in five statements (batchsql)."""
-        with self._raw_txn(conn, "recording") as cur:
-            outcomes = []
-            for run, outcome, error, finished in items:
-                values = _run_outcome(run, outcome, error, finished)
-                outcomes.append((run.job.id, to_db(run.slot), values))
-            batchsql.record_runs(cur, self.runner_id, outcomes)
-            locked = batchsql.lock_rows(
-                cur, batchsql.RECORD_COLUMNS, [run.job.id for run, *_ in items]
-            )
-            rows = {
-                int(row.id): (row, job)
-                for row, job in zip(
-                    locked, batchsql.jobs(batchsql.RECORD_COLUMNS, locked), strict=True
-                )
-            }
-            updates: dict[int, dict[str, Any]] = {}
-            removed: list[int] = []
-            for run, outcome, error, finished in items:
-                row, job = rows.get(run.job.id, (None, None))
-                new = self._finished_job(row, job, run, outcome, error, finished)
-                if new is not None and row is not None and row.remove_requested:
-                    removed.append(run.job.id)  # removed while it ran: now its name is free
-                elif new is not None:
-                    new.update(locked_by=None, locked_until=None)
-                    updates[run.job.id] = new
-            batchsql.update_jobs(cur, updates)
-            batchsql.delete_jobs(cur, removed)
-            # Inside the transaction: the job rows stay locked until the commit, so a
-            # runner that takes a named lock now still waits for the row.
-            batchsql.release_locks(cur, release)
-
-    def _record_run(
-        self, c: Connection, run: _Run, outcome: Outcome, error: str | None, finished: datetime
-    ) -> None:
-        values = _run_outcome(run, outcome, error, finished)
-        c.execute(
-            _run_update_stmt(),
-            {
-                "w_job_id": run.job.id,
-                "w_slot": to_db(run.slot),
-                "w_runner": self.runner_id,
-                **{f"v_{k}": v for k, v in values.items()},
-            },
-        )
-
-    def _record_job(
-        self,
-        c: Connection,
-        row: Any,
-        run: _Run,
-        outcome: Outcome,
-        error: str | None,
-        finished: datetime,
-    ) -> None:
-        job = job_from_row(row) if row is not None else None
-        values = self._finished_job(row, job, run, outcome, error, finished)
-        if values is None:
-            return
-        if row.remove_requested:  # removed while it ran: now its name is free
-            c.execute(delete(schema.job).where(schema.job.c.id == run.job.id))
-            return
-        if not self.hold:
-            values.update(locked_by=None, locked_until=None)
-        update_job(c, run.job.id, values)
-
-    def _finished_job(
-        self,
-        row: Any,
-        job: Job | None,
-        run: _Run,
-        outcome: Outcome,
-        error: str | None,
-        finished: datetime,
-    ) -> dict[str, Any] | None:
-        """The job row's new values once ``run`` ended (``finish_values``), or None when
-        the locked row is not ours any more."""
-        if row is None or job is None or not row.running or row.runner_id != self.runner_id:
-            return None  # removed, or reaped while we were away: the row is not ours now
-        values = bookkeeping.finish_values(
-            job,
-            row.phase,
-            outcome=outcome,
-            error=error,
-            started=run.exec_start or run.started,
-            finished=finished,
-            manual=run.manual,
-            shutdown=run.abort_reason in ("shutdown", "withdrawn"),
-        )
-        if run.expr_error is not None and run.expr_error.final:
-            values["next_run"] = None  # ERROR with no next run: its owner changes the expr
-        return values
-
-
-# ---------------------------------------------------------------------- bookkeeping
-
-# Hot-path statements are built once and executed with parameters: building an
-# UPDATE with literal values costs more Python time than the round trip.
-_statements: dict[Any, Any] = {}
-
-
-def update_job(
-    c: Connection, job_id: int, values: dict[str, Any], *, only_idle: bool = False
-) -> Any:
-    """``UPDATE jobtui_job SET <values> WHERE id = job_id [AND running = 0]``."""
-    keys = tuple(sorted(values))
-    key = ("job", keys, only_idle)
-    stmt = _statements.get(key)
-    if stmt is None:
-        j = schema.job
-        where = [j.c.id == bindparam("w_id", type_=j.c.id.type)]
-        if only_idle:
-            where.append(j.c.running.is_(False))
-        stmt = (
-            update(j)
-            .where(*where)
-            .values({k: bindparam(f"v_{k}", type_=j.c[k].type) for k in keys})
-        )
-        _statements[key] = stmt
-    params = {f"v_{k}": v for k, v in values.items()}
-    params["w_id"] = job_id
-    return c.execute(stmt, params)
-
-
-def _run_outcome(
-    run: _Run, outcome: Outcome, error: str | None, finished: datetime
-) -> dict[str, Any]:
-    """A run-log row's columns once the run ended (``started`` None: it never executed)."""
-    started = run.exec_start
-    return {
-        "outcome": outcome.value,
-        "started": to_db(started),
-        "finished": to_db(finished),
-        "duration": None if started is None else max(0.0, (finished - started).total_seconds()),
-        "error": error,
-    }
-
-
-def _run_update_stmt() -> Any:
-    """``UPDATE jobtui_run SET outcome, started, finished, duration, error`` of one run."""
-    stmt = _statements.get("run")
-    if stmt is None:
-        r = schema.run
-        stmt = (
-            update(r)
-            # A reaper may have called it lost while we were cut off: we know better.
-            .where(
-                r.c.job_id == bindparam("w_job_id", type_=r.c.job_id.type),
-                r.c.scheduled_for == bindparam("w_slot", type_=r.c.scheduled_for.type),
-                r.c.runner == bindparam("w_runner", type_=r.c.runner.type),
-                r.c.outcome.in_([Outcome.RUNNING.value, Outcome.LOST.value]),
-            )
-            .values(
-                outcome=bindparam("v_outcome", type_=r.c.outcome.type),
-                started=bindparam("v_started", type_=r.c.started.type),
-                finished=bindparam("v_finished", type_=r.c.finished.type),
-                duration=bindparam("v_duration", type_=r.c.duration.type),
-                error=bindparam("v_error", type_=r.c.error.type),
-            )
-        )
-        _statements["run"] = stmt
-    return stmt
-
-
-def _describe(exc: BaseException) -> str:
-    """One readable line for an error (driver errors without SQLAlchemy's noise)."""
-    orig: Any = getattr(exc, "orig", None) if isinstance(exc, DBAPIError) else None
-    if orig is None and type(exc).__module__.startswith(("pymysql", "sqlite3")):
-        orig = exc  # raw driver errors from the executor's own cursor
-    if orig is not None:
-        args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
-        if len(args) >= 2 and isinstance(args[0], int):
-            return mask_text(f"({args[0]}) {args[1]}")
-        return mask_text(f"{type(orig).__name__}: {orig}")
-    text_ = str(exc) or type(exc).__name__
-    if not isinstance(exc, executor.RunAborted) and type(exc).__name__ not in text_:
-        text_ = f"{type(exc).__name__}: {text_}"
-    return mask_text(text_)

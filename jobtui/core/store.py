@@ -162,11 +162,6 @@ class JobStore:
     def masked_url(self) -> str:
         return mask_url(self.url)
 
-    @property
-    def is_sqlite(self) -> bool:
-        # Left for runner.py until its helpers speak to the backend; then it goes.
-        return self.backend.name == "sqlite"
-
     def close(self) -> None:
         self._poller.close()
         self.engine.dispose()

@@ -1,4 +1,5 @@
-"""The runner's hot path on MySQL/MariaDB: a batch's claim and recording in raw DB-API SQL.
+"""The runner's hot path on MySQL/MariaDB: a batch's claim and recording in raw DB-API SQL
+(the statements; ``MySQLBackend.claim_batch`` and ``record_batch`` put them together).
 
 A batch of k jobs is claimed in five statements whatever k is (GET_LOCKs,
 ``SELECT <needed columns> ... FOR UPDATE``, one ``UPDATE ... CASE``, one
@@ -13,15 +14,22 @@ Only column names from ``schema`` appear in the text; every value is bound.
 
 from __future__ import annotations
 
+import logging
 from collections import namedtuple
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.engine import Connection
+
 from jobtui.core import schema
+from jobtui.core.claims import describe
 from jobtui.core.db import write_datetime
 from jobtui.core.model import Job, Outcome
 from jobtui.core.rowmap import SCHEDULE_FIELDS, job_fields_getter, jobs_from_values
+
+log = logging.getLogger("jobtui.runner")
 
 JOB = schema.job.name
 RUN = schema.run.name
@@ -57,7 +65,7 @@ CLAIM_COLUMNS = (
     "created",
 )
 
-# What recording an outcome reads under the row lock: runner.finish_values' inputs (the
+# What recording an outcome reads under the row lock: bookkeeping.finish_values' inputs (the
 # state, and the schedule and its anchor for the next slot after an error) and whether
 # the row is still ours. Not what it runs, nor its names: finish_values does not read them.
 RECORD_COLUMNS = (
@@ -156,18 +164,62 @@ def _marks(n: int) -> str:
     return ", ".join(["%s"] * n)
 
 
+@contextmanager
+def raw_transaction(conn: Connection, what: str) -> Iterator[Any]:
+    """A DB-API cursor on ``conn`` for one transaction of raw statements: committed when
+    the block ends, rolled back when it raises. (Through SQLAlchemy when a statement in
+    the block went through it, e.g. an expression evaluated during a claim.)"""
+    if conn.in_transaction():
+        conn.rollback()
+    raw: Any = conn.connection.dbapi_connection
+    cur = raw.cursor()
+    try:
+        yield cur
+        if conn.in_transaction():
+            conn.commit()
+        else:
+            raw.commit()
+    except BaseException:
+        try:
+            if conn.in_transaction():
+                conn.rollback()
+            else:
+                raw.rollback()
+        except Exception as exc:
+            log.debug("rollback after a failed %s: %s", what, describe(exc))
+        raise
+    finally:
+        cur.close()
+
+
+# The named-lock statements (with the driver's %s marks), for a cursor here and for
+# SQLAlchemy's exec_driver_sql in the backend.
+
+
+def get_locks_sql(n: int) -> str:
+    """``GET_LOCK(name, 0)`` of ``n`` names (try once, no wait), in one statement."""
+    return "SELECT " + ", ".join(["GET_LOCK(%s, 0)"] * n)
+
+
+def release_locks_sql(n: int) -> str:
+    return "DO " + ", ".join(["RELEASE_LOCK(%s)"] * n)
+
+
+LOCK_HOLDER_SQL = "SELECT IS_USED_LOCK(%s)"
+
+
 def get_locks(cur: Any, names: Sequence[str]) -> list[bool]:
     """``GET_LOCK(name, 0)`` for each name, in one statement: which ones we now hold."""
     if not names:
         return []
-    _execute(cur, "SELECT " + ", ".join(["GET_LOCK(%s, 0)"] * len(names)), names)
+    _execute(cur, get_locks_sql(len(names)), names)
     row = cur.fetchone()
     return [v == 1 for v in row]
 
 
 def release_locks(cur: Any, names: Sequence[str]) -> None:
     if names:
-        _execute(cur, "DO " + ", ".join(["RELEASE_LOCK(%s)"] * len(names)), names)
+        _execute(cur, release_locks_sql(len(names)), names)
 
 
 def lock_rows(cur: Any, columns: Sequence[str], ids: Sequence[int]) -> list[Any]:
@@ -245,10 +297,12 @@ def insert_runs(cur: Any, rows: Iterable[dict[str, Any]]) -> None:
     )
 
 
-def record_runs(cur: Any, runner: str, outcomes: Sequence[tuple[int, Any, dict[str, Any]]]) -> int:
+def record_runs(
+    cur: Any, runner: str, outcomes: Sequence[tuple[int, Any, dict[str, Any], Any]]
+) -> int:
     """Set outcome, started, finished, duration, error of each (job id, slot) run row of ``runner``.
 
-    ``outcomes``: (job id, slot, values) with distinct job ids. Rows a reaper
+    ``outcomes``: (job id, slot, values, anything) with distinct job ids. Rows a reaper
     marked ``lost`` while this runner was cut off are recorded too: it knows better.
     """
     if not outcomes:
@@ -258,10 +312,10 @@ def record_runs(cur: Any, runner: str, outcomes: Sequence[tuple[int, Any, dict[s
     for col in ("outcome", "started", "finished", "duration", "error"):
         whens = " ".join(["WHEN %s THEN %s"] * len(outcomes))
         sets.append(f"{col} = CASE job_id {whens} ELSE {col} END")
-        for jid, _slot, values in outcomes:
+        for jid, _slot, values, _item in outcomes:
             params.extend((jid, values[col]))
     match = " OR ".join(["(job_id = %s AND scheduled_for = %s)"] * len(outcomes))
-    for jid, slot, _values in outcomes:
+    for jid, slot, _values, _item in outcomes:
         params.extend((jid, slot))
     params.extend((runner, Outcome.RUNNING.value, Outcome.LOST.value))
     _execute(

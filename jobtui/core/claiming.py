@@ -1,0 +1,425 @@
+"""Claiming due jobs: which of them a pool may run now, taken so that nobody else does.
+
+A ``Claimer`` claims a batch of jobs on a worker thread's own connection
+(``Session``) through the backend (``Backend.claim_batch``: named locks on
+MySQL/MariaDB, row leases on SQLite) and plans each run here, the same way on
+every database: the slot (missed ones coalesced), the next run, the job row's
+new values and its run-log rows. It also re-checks runs claimed ahead at their
+slot, verifies a batch's routines and marks rows with a problem BROKEN.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.engine import Connection
+
+from jobtui.core import bookkeeping, routines, schema
+from jobtui.core.backends import Backend
+from jobtui.core.claims import describe, is_disconnect, is_duplicate
+from jobtui.core.errors import InvalidInput
+from jobtui.core.model import Intent, Job, Outcome, Status
+from jobtui.core.rowmap import job_from_row
+from jobtui.core.schedules import next_slot
+from jobtui.core.session import Session, transaction, write_transaction
+from jobtui.core.statements import update_job
+from jobtui.core.timeutil import iso, to_db
+from jobtui.core.transitions import PHASES, is_due_for_schedule, status_after
+
+log = logging.getLogger("jobtui.runner")
+
+# What a run claimed ahead re-reads at its slot.
+RECHECK_COLUMNS = ("id", "intent", "broken", "abort_requested", "remove_requested")
+
+
+@dataclass(frozen=True)
+class ExprFailure:
+    """Why a job's expression gave no next run at the claim. ``final``: the expression's
+    own fault (error, timeout, not a date, routine refused): ERROR with no next run;
+    else (the runner could not check, the connection broke) an ordinary retry."""
+
+    reason: str
+    final: bool
+
+
+@dataclass(eq=False)
+class Run:
+    """A run this pool has claimed and not yet recorded."""
+
+    job: Job
+    slot: datetime
+    manual: bool
+    skipped: int
+    started: datetime
+    session: Session
+    lock_name: str | None
+    abort_event: threading.Event = field(default_factory=threading.Event)
+    abort_reason: str | None = None  # operator | removed | shutdown | withdrawn
+    guard: threading.Lock = field(default_factory=threading.Lock)
+    executing: bool = False
+    exec_start: datetime | None = None
+    ahead: bool = False  # claimed before its slot (lead): it waits for the slot
+    routine: routines.Verdict | None = None  # MySQL/MariaDB: the verified routine to call
+    expr_error: ExprFailure | None = None  # its expression failed at the claim: not executed
+
+
+class Claimer:
+    """Claims jobs for one runner (``runner_id``) through ``backend``.
+
+    ``clock``: now; ``lease``: how long a claim holds a row without a heartbeat
+    (SQLite); ``lock_name``: a job's named lock (MySQL/MariaDB); ``evaluate_expr``:
+    the store's, for expr schedules; ``hold``: foreground mode (``jobtui run``), whose
+    job stays held between runs.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        runner_id: str,
+        clock: Callable[[], datetime],
+        lease: timedelta,
+        lock_name: Callable[[int], str],
+        evaluate_expr: Callable[..., datetime | None],
+        hold: bool = False,
+    ) -> None:
+        self.backend = backend
+        self.runner_id = runner_id
+        self.now = clock
+        self.lease = lease
+        self.lock_name = lock_name
+        self.evaluate_expr = evaluate_expr
+        self.hold = hold
+        self.problems_told: dict[int, str] = {}  # job id -> the problem last logged for it
+
+    # ------------------------------------------------------------------ claiming
+
+    def claim(
+        self, session: Session, job_ids: list[int], *, lead: timedelta
+    ) -> tuple[list[Run], list[int]]:
+        """Claim what is still eligible of ``job_ids`` on the session's connection:
+        (the runs, the ids a claim looked at and did not take). A slot due within
+        ``lead`` is claimed now and executed at its time."""
+        conn = session.get()
+        locked: list[str] = []
+        problems: dict[int, str] = {}
+        now = self.now()
+
+        def plan(c: Connection, row: Any, job: Job, name: str | None) -> Any:
+            return self._plan(c, session, row, job, name, now, lead)
+
+        try:
+            runs = self.backend.claim_batch(
+                conn,
+                job_ids,
+                lock_name=self.lock_name,
+                plan=plan,
+                runner_id=self.runner_id,
+                now=now,
+                lease_until=now + self.lease,
+                locked=locked,
+                problems=problems,
+            )
+        except Exception as exc:
+            self.release_names(session, locked)
+            if not is_duplicate(exc):
+                raise
+            if len(job_ids) > 1:  # one of them hit the slot guard: claim them one by one
+                runs, declined = [], []
+                for jid in job_ids:
+                    one, no = self.claim(session, [jid], lead=lead)
+                    runs.extend(one)
+                    declined.extend(no)
+                return runs, declined
+            self.skip_taken_slot(conn, job_ids[0])
+            return [], []
+        claimed = {run.job.id for run in runs}
+        if problems:
+            self.mark_problems(session, problems)
+        return runs, [jid for jid in job_ids if jid not in claimed]
+
+    def _plan(
+        self,
+        c: Connection,
+        session: Session,
+        row: Any,
+        job: Job,
+        lock_name: str | None,
+        now: datetime,
+        lead: timedelta,
+    ) -> tuple[Run, dict[str, Any], list[dict[str, Any]]] | None:
+        """Plan the claim of one locked job row if it is eligible.
+
+        Returns the run, the job row's new values and its run-log rows, or None.
+        A slot due within ``lead`` is claimed as if it were due now (the run then
+        waits for its slot before it executes). Never a job whose row has a
+        problem (jobtui.core.rows): the backend puts those aside to be marked BROKEN.
+        """
+        if job.problem is not None or job.running:
+            return None
+        next_run = job.next_run
+        at = now
+        if next_run is not None and now < next_run <= now + lead:
+            at = next_run
+        due = is_due_for_schedule(
+            intent=row.intent,
+            broken=bool(row.broken),
+            running=False,
+            phase=row.phase,
+            next_run=next_run,
+            now=at,
+        )
+        if not due and not row.run_now:
+            return None
+        sched = job.schedule
+        anchor = bookkeeping.anchor(job)
+        skipped = 0
+        first = next_run
+        expr_error = None
+        if due:
+            assert first is not None
+            slot, skipped = bookkeeping.coalesce(sched, first, at, anchor)
+            if sched.kind in ("every", "cron"):
+                nxt = next_slot(sched, max(at, slot), anchor)
+            elif sched.kind == "once":
+                nxt = None
+            else:
+                nxt, expr_error = self._eval_expr(c, job, at)
+        else:
+            slot, nxt = now, next_run  # run-now leaves the schedule alone
+        start = at if due else now  # a slot claimed ahead starts at the slot
+        start_db = to_db(start)
+        values: dict[str, Any] = {
+            "running": True,
+            "status": Status.RUNNING.value,
+            "this_run": start_db,
+            "next_run": to_db(nxt),
+            "runner_id": self.runner_id,
+            "runner_connection_id": session.cid,
+            "runner_start": start_db,
+            "runner_finish": None,
+            "last_cycle_start": start_db,
+            "run_now": False,
+            "abort_requested": False,
+            "updated": to_db(now),
+        }
+        common = {
+            "job_id": job.id,
+            "job_name": job.name,
+            "owner": job.owner,
+            "runner": self.runner_id,
+        }
+        run_rows: list[dict[str, Any]] = []
+        if skipped:
+            assert first is not None
+            run_rows.append(
+                {
+                    **common,
+                    "scheduled_for": to_db(first),
+                    "started": None,
+                    "outcome": Outcome.SKIPPED.value,
+                    "error": (
+                        f"{skipped} slot(s) from {iso(first)} missed (no runner up, or the "
+                        f"job still busy): coalesced into the run of {iso(slot)}"
+                    ),
+                    "skipped": skipped,
+                    "manual": False,
+                }
+            )
+        run_rows.append(
+            {
+                **common,
+                "scheduled_for": to_db(slot),
+                "started": start_db,
+                "outcome": Outcome.RUNNING.value,
+                "error": None,
+                "skipped": 0,
+                "manual": not due,
+            }
+        )
+        job.running = True
+        run = Run(
+            job=job,
+            slot=slot,
+            manual=not due,
+            skipped=skipped,
+            started=start,
+            session=session,
+            lock_name=lock_name,
+            ahead=due and at > now,
+            expr_error=expr_error,
+        )
+        return run, values, run_rows
+
+    def _eval_expr(
+        self, conn: Connection, job: Job, now: datetime
+    ) -> tuple[datetime | None, ExprFailure | None]:
+        """The next run from the job's expression: (next, None), or (None, why not).
+
+        MySQL/MariaDB: the owner's own FUNCTION, verified first, run with the owner's
+        rights and at most ``routines.EXPR_TIMEOUT`` seconds (never the runner's
+        rights, never a thread held). A failure fails the run; when the expression
+        itself is at fault the job goes to ERROR with no next run, until its owner
+        changes it.
+        """
+        sched = job.schedule
+        assert sched.expr is not None
+        try:
+            nxt = self.evaluate_expr(sched.expr, now, conn=conn, job=job)
+        except Exception as exc:
+            log.warning("job %s: expr failed at run start: %s", job.name, describe(exc))
+            final = isinstance(exc, InvalidInput)
+            what = "so the job has no next run" if final else "it is tried again later"
+            return None, ExprFailure(
+                f"the schedule's expression failed, {what}: {describe(exc)}", final
+            )
+        if nxt is not None and sched.finish is not None and nxt > sched.finish:
+            return None, None
+        return nxt, None
+
+    def skip_taken_slot(self, conn: Connection, job_id: int) -> None:
+        """The run log already has this slot (UNIQUE guard): move on to the next slot."""
+        now = self.now()
+        j = schema.job
+        with transaction(self.backend, conn) as c:
+            row = c.execute(select(j).where(j.c.id == job_id).with_for_update()).first()
+            if row is None or row.running:
+                return
+            job = job_from_row(row)
+            if job.problem is not None:
+                return  # the next claim marks it BROKEN
+            if job.schedule.kind in ("every", "cron") and job.next_run is not None:
+                nxt = next_slot(job.schedule, max(now, job.next_run), bookkeeping.anchor(job))
+                phase = row.phase if nxt is not None else "FINISHED"
+            else:
+                nxt, phase = None, "FINISHED"
+            log.warning("job %s: slot %s already in the run log; skipping it", job.name, now)
+            c.execute(
+                update(j)
+                .where(j.c.id == job_id)
+                .values(
+                    next_run=to_db(nxt),
+                    run_now=False,
+                    phase=phase,
+                    status=status_after(row, {"running": False, "phase": phase}),
+                    updated=to_db(now),
+                )
+            )
+
+    def mark_problems(self, session: Session, problems: dict[int, str]) -> None:
+        """Mark BROKEN, with the problem as the reason, the jobs whose rows the claim found
+        invalid (jobtui.core.rows): in one short transaction of their own after the
+        claim's (the batch's claims stand whatever happens here), each row re-read under
+        its lock and marked only while it still has a problem. Logged once per job and
+        problem, not at every pass."""
+        now = self.now()
+        j = schema.job
+        told = self.problems_told
+        marked: list[tuple[int, str, str]] = []
+        try:
+            with write_transaction(self.backend, session.engine) as c:
+                query = select(j).where(j.c.id.in_(sorted(problems))).order_by(j.c.id)
+                for row in c.execute(query.with_for_update()).all():
+                    job = job_from_row(row)
+                    if job.problem is None or job.running:
+                        continue  # fixed meanwhile, or claimed by another pool since
+                    reason = job.problem[: bookkeeping.MAX_ERROR_LENGTH]
+                    marked.append((job.id, job.name, reason))
+                    if row.broken and row.broken_reason == reason and not row.run_now:
+                        continue  # marked before (a pool with a stale view of the row)
+                    valid = row.intent in Intent.__members__ and row.phase in PHASES
+                    status = (
+                        status_after(row, {"broken": True, "running": False})
+                        if valid
+                        else Status.BROKEN.value
+                    )
+                    values = {
+                        "broken": True,
+                        "broken_reason": reason,
+                        "run_now": False,  # run-now runs even a broken job: not this one
+                        "status": status,
+                        "updated": to_db(now),
+                    }
+                    update_job(c, job.id, values, only_idle=True)
+        except Exception as exc:
+            text_ = describe(exc)
+            if told.get(0) != text_:  # ids start at 1: 0 is this warning
+                told[0] = text_
+                log.warning("could not mark jobs %s broken: %s", sorted(problems), text_)
+            return
+        if len(told) > 10_000:
+            told.clear()
+        for jid, name, reason in marked:
+            if told.get(jid) != reason:
+                told[jid] = reason
+                log.warning("job %s (id %s) is not run, marked BROKEN: %s", name, jid, reason)
+
+    def release_names(self, session: Session, names: list[str]) -> None:
+        """Release named locks a failed claim took (a held job's stays held)."""
+        conn = session.conn
+        if not names or self.hold or conn is None:
+            return
+        try:
+            if conn.in_transaction():
+                conn.rollback()
+            self.backend.release_locks(conn, names)
+            conn.commit()
+        except Exception as exc:
+            log.warning("could not release locks %s: %s", names, describe(exc))
+            session.discard()  # closing the connection frees its locks
+
+    # ------------------------------------------------------------------ before executing
+
+    def verify(self, runs: list[Run], schema_name: str) -> None:
+        """The routines of a batch's call/sql jobs (MySQL/MariaDB), verified on the
+        batch's own connection before any of them runs (``routines.verify``)."""
+        jobs = [run.job for run in runs if run.job.what.kind in ("call", "sql")]
+        if not jobs:
+            return
+        session = runs[0].session
+        try:
+            verdicts = self.backend.verify_routines(session.get, schema_name, jobs)
+        except Exception as exc:  # each run then fails with the reason, nothing executes
+            if is_disconnect(exc):
+                session.discard()
+            problem = f"the runner could not verify the job's routine: {describe(exc)}"
+            verdicts = {job.id: routines.Verdict(None, problem) for job in jobs}
+        if verdicts:
+            for run in runs:
+                run.routine = verdicts.get(run.job.id)
+
+    def withdraw(self, runs: list[Run]) -> None:
+        """At the slot, drop runs claimed ahead whose job was paused, disabled, broken,
+        aborted or removed meanwhile: they are recorded as aborted, never started.
+
+        A pause that returned before the slot stops it, as it would have without the
+        lead; one statement per batch (``Backend.recheck``).
+        """
+        session = runs[0].session
+        try:
+            rows = self.backend.recheck(
+                session.get, session.engine, [run.job.id for run in runs], RECHECK_COLUMNS
+            )
+        except Exception as exc:  # the runs go ahead as claimed; the monitor still aborts
+            log.warning("could not re-check jobs claimed ahead: %s", describe(exc))
+            if is_disconnect(exc):
+                session.discard()
+            return
+        for run in runs:
+            row = rows.get(run.job.id)
+            if row is None or row.remove_requested:
+                reason = "removed"
+            elif row.abort_requested:
+                reason = "operator"
+            elif row.intent != "ENABLED" or row.broken:
+                reason = "withdrawn"
+            else:
+                continue
+            run.abort_reason = run.abort_reason or reason
+            run.abort_event.set()
