@@ -345,7 +345,7 @@ def ensure_schema(engine: Engine) -> None:
     from jobtui.core.backends import backend_for  # (the backends read this module)
 
     backend = backend_for(engine)
-    with engine.connect() as conn, backend.begin_write(conn):
+    with engine.connect() as conn, backend.begin(conn):
         metadata.create_all(conn, checkfirst=True)
         _add_missing_columns(conn)
         backend.finish_schema(conn)

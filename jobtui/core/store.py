@@ -287,7 +287,7 @@ class JobStore:
     def write(self) -> Iterator[Connection]:
         """A write transaction: BEGIN IMMEDIATE on SQLite, a plain transaction on MySQL."""
         self.check_writable()
-        with self.engine.connect() as conn, self.backend.begin_write(conn):
+        with self.engine.connect() as conn, self.backend.begin(conn):
             yield conn
 
     @contextmanager

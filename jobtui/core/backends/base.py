@@ -76,10 +76,9 @@ class Backend:
         up as jobtui needs them (time zone, isolation, the pool)."""
         raise NotImplementedError
 
-    def begin_write(self, conn: Connection) -> RootTransaction:
-        """Begin a transaction on ``conn`` that is going to write: one that takes the
-        database's write lock at once where writers would otherwise deadlock on
-        upgrading a read (SQLite's BEGIN IMMEDIATE); a plain one elsewhere."""
+    def begin(self, conn: Connection, *, write: bool = True) -> RootTransaction:
+        """Begin a transaction on ``conn`` (none open); a ``write`` one queues for the
+        database's write lock at once where writers queue (SQLite: BEGIN IMMEDIATE)."""
         raise NotImplementedError
 
     def poller(self) -> Poller:
@@ -154,11 +153,6 @@ class Backend:
         (keys, views; may do nothing)."""
 
     # ---------------------------------------------------------------- runners: claim and record
-
-    def begin(self, conn: Connection, *, write: bool = True) -> RootTransaction:
-        """Begin a transaction on ``conn`` (none open); a ``write`` one queues for the
-        database's write lock at once where writers queue (SQLite: BEGIN IMMEDIATE)."""
-        raise NotImplementedError
 
     def connection_id(self, conn: Connection) -> int | None:
         """The server's id of a runner's new connection (what KILL QUERY names), or None

@@ -105,8 +105,8 @@ class MySQLBackend(Backend):
             },
         )
 
-    def begin_write(self, conn: Connection) -> RootTransaction:
-        return conn.begin()  # rows are locked as they are read (SELECT ... FOR UPDATE)
+    def begin(self, conn: Connection, *, write: bool = True) -> RootTransaction:
+        return conn.begin()
 
     def poller(self) -> KeptConnectionPoller:
         return KeptConnectionPoller(self.engine)
@@ -246,9 +246,6 @@ class MySQLBackend(Backend):
         schema.ensure_views(self.engine)
 
     # ---------------------------------------------------------------- runners: claim and record
-
-    def begin(self, conn: Connection, *, write: bool = True) -> RootTransaction:
-        return conn.begin()
 
     def connection_id(self, conn: Connection) -> int | None:
         cid = int(conn.execute(text("SELECT CONNECTION_ID()")).scalar_one())

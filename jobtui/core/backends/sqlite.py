@@ -57,9 +57,12 @@ class SQLiteBackend(Backend):
     def create_engine(cls, url: URL, *, pool_size: int) -> Engine:
         return sqlite_engine(url)  # one writer at a time: no pool to size
 
-    def begin_write(self, conn: Connection) -> RootTransaction:
-        # db.py's "begin" hook issues BEGIN IMMEDIATE for a connection with this option
-        conn.execution_options(immediate=True)
+    def begin(self, conn: Connection, *, write: bool = True) -> RootTransaction:
+        if not write:
+            return conn.begin()
+        conn.execution_options(
+            immediate=True
+        )  # BEGIN IMMEDIATE (sqlite_engine.py: its "begin" hook)
         try:
             return conn.begin()
         finally:
@@ -133,15 +136,6 @@ class SQLiteBackend(Backend):
         schema.sqlite_job_ids_never_reused(conn)
 
     # ---------------------------------------------------------------- runners: claim and record
-
-    def begin(self, conn: Connection, *, write: bool = True) -> RootTransaction:
-        if not write:
-            return conn.begin()
-        conn.execution_options(immediate=True)  # BEGIN IMMEDIATE (db._sqlite_engine)
-        try:
-            return conn.begin()
-        finally:
-            conn.execution_options(immediate=False)
 
     def take_hold(
         self,
