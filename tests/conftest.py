@@ -15,7 +15,6 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from jobtui.core import claims
 from jobtui.core.db import make_engine
 from jobtui.core.runner import RunnerPool
 from jobtui.core.store import JobStore, open_store
@@ -146,8 +145,6 @@ def pool(store: JobStore) -> Iterator[RunnerPool]:
     """A pool with its engine and schema set up, but no threads: claims are driven by hand."""
     p = RunnerPool(store, threads=1, poll=0.2, name="batch", lead=0.0)
     p._engine = make_engine(store.url, pool_size=4)
-    if p.backend.named_locks:
-        with p.engine.connect() as conn:
-            p._schema = claims.current_schema(conn)
+    p._schema = store.schema_name
     yield p
     p.engine.dispose()

@@ -12,7 +12,7 @@ from conftest import admin_connection
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobtui.core import claims
+from jobtui.core import dberrors
 from jobtui.core.backends import backend_for
 from jobtui.core.backends.mysql_batch import jobs, row_type, update_jobs
 from jobtui.core.db import make_engine
@@ -136,7 +136,7 @@ def test_a_pooled_connection_lost_on_its_return_is_one_warning_not_a_traceback(
     rollback on its return fails: a worker's log gets one line, not an ERROR traceback."""
     import logging
 
-    claims.quiet_lost_resets()
+    dberrors.quiet_lost_resets()
     engine = make_engine(mariadb_url)
     try:
         conn = engine.connect()
@@ -146,10 +146,10 @@ def test_a_pooled_connection_lost_on_its_return_is_one_warning_not_a_traceback(
         with admin.cursor() as cur:
             cur.execute("KILL CONNECTION %s", (cid,))
         admin.close()
-        with caplog.at_level(logging.WARNING, logger=claims.POOL_LOGGER):
+        with caplog.at_level(logging.WARNING, logger=dberrors.POOL_LOGGER):
             conn.close()  # back to the pool: the reset finds the connection gone
     finally:
         engine.dispose()
-    records = [r for r in caplog.records if r.name == claims.POOL_LOGGER]
+    records = [r for r in caplog.records if r.name == dberrors.POOL_LOGGER]
     assert [(r.levelname, r.exc_info) for r in records] == [("WARNING", None)]
     assert "lost while it was returned" in records[0].getMessage()

@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from procs import spawn, wait_for, worker_list
 from sqlalchemy import select, text, update
 
-from jobtui.core import claims, schema
+from jobtui.core import schema
 from jobtui.core.bookkeeping import coalesce
 from jobtui.core.db import make_engine
 from jobtui.core.model import Outcome, Status, What
@@ -538,9 +538,7 @@ def test_random_column_values_never_raise_and_are_never_claimed(
     store = open_store(url)
     p = RunnerPool(store, threads=1, poll=0.2, name="fuzz", lead=0.0)
     p._engine = make_engine(url, pool_size=2)
-    if p.backend.named_locks:
-        with p.engine.connect() as conn:
-            p._schema = claims.current_schema(conn)
+    p._schema = store.schema_name
 
     @settings(
         max_examples=examples,

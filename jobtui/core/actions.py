@@ -28,6 +28,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from jobtui.core import schema
+from jobtui.core.dberrors import NO_SUCH_TABLE, PERMISSION_ERRORS, error_code
 from jobtui.core.errors import InvalidInput
 from jobtui.core.privileges import PermissionRefused, parse_account, quote_account
 
@@ -117,7 +118,7 @@ PATTERN_ACCEPTED = (
     "(e.g. reports.* or reports.daily)"
 )
 # Access errors ("may not read") and "no such table" (a schema older than the allow-list).
-_UNREADABLE = {*schema.PERMISSION_ERRORS, 1146}
+_UNREADABLE = {*PERMISSION_ERRORS, NO_SUCH_TABLE}
 
 
 def check_patterns(values: Iterable[str]) -> list[str]:
@@ -215,7 +216,7 @@ def check_granted(conn: Connection, job: Any) -> None:
     try:
         patterns = granted_patterns(conn, job.owner)
     except DBAPIError as exc:
-        if schema.error_code(exc) in _UNREADABLE:
+        if error_code(exc) in _UNREADABLE:
             raise PermissionRefused(
                 f"the runner cannot read {schema.action_grant.name}, so it runs no action: its "
                 "account needs SELECT on that table (`jobtui grant ACCOUNT --runner`; an "
@@ -233,7 +234,7 @@ def refuse_ungranted(conn: Connection, account: str, name: str) -> None:
     try:
         patterns = granted_patterns(conn, account)
     except DBAPIError as exc:
-        if schema.error_code(exc) in _UNREADABLE:
+        if error_code(exc) in _UNREADABLE:
             return
         raise
     if not is_granted(patterns, name):

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection
 
 from jobtui.core import bookkeeping, routines, schema
 from jobtui.core.backends import Backend
-from jobtui.core.claims import describe, is_disconnect, is_duplicate
+from jobtui.core.dberrors import describe, is_disconnect, is_duplicate
 from jobtui.core.errors import InvalidInput
 from jobtui.core.model import Intent, Job, Outcome, Status
 from jobtui.core.rowmap import job_from_row

@@ -3,14 +3,22 @@ their translation into jobtui's errors (a masked, one-line message)."""
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar
 
-from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
 from jobtui.core.db import mask_text
-from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobtuiError, PermissionDenied
+from jobtui.core.errors import (
+    DatabaseUnavailable,
+    InvalidInput,
+    JobtuiError,
+    PermissionDenied,
+    RunAborted,
+)
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -124,3 +132,87 @@ def _sqlite_hint(message: str) -> str:
     if "disk I/O" in message:
         return " (is the disk full, or the file or its directory read-only?)"
     return ""
+
+
+# MySQL client/server error codes meaning the connection is gone.
+DISCONNECT_CODES = {2006, 2013, 2014, 2045, 2055, 1927, 1053, 1152, 1158, 1159, 1160, 1161}
+QUERY_INTERRUPTED = 1317  # KILL QUERY
+CONNECTION_KILLED = 1927  # MariaDB: "Connection was killed"
+DUPLICATE_KEY = 1062
+
+
+def is_disconnect(exc: BaseException) -> bool:
+    """Whether ``exc`` means the connection is unusable (discard it, reconnect)."""
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    code = error_code(exc)
+    if code in DISCONNECT_CODES:
+        return True
+    orig = getattr(exc, "orig", None) or exc
+    if isinstance(orig, sqlite3.ProgrammingError) and "closed" in str(orig):
+        return True
+    name = type(orig).__name__
+    return name in ("InterfaceError",) and "pymysql" in type(orig).__module__
+
+
+# SQLAlchemy's pool rolls a connection back when it is returned; when the server went
+# away just before, it logs "Exception during reset or similar" at ERROR with a whole
+# traceback, though the pool then simply drops that connection (the next checkout
+# reconnects). During a server restart that put tracebacks in every worker's log.
+POOL_LOGGER = "sqlalchemy.pool.impl.QueuePool"
+
+
+class _LostResetFilter(logging.Filter):
+    """One WARNING line instead of an ERROR traceback for a reset that found the server gone."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and is_disconnect(exc) and "reset" in str(record.msg):
+            record.msg = "a pooled connection was lost while it was returned (dropped): %s"
+            record.args = (" ".join(str(exc).split()),)
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+_lost_reset_filter = _LostResetFilter()
+
+
+def quiet_lost_resets() -> None:
+    """Install the filter on the pool's logger (once; safe to call again)."""
+    logger = logging.getLogger(POOL_LOGGER)
+    if _lost_reset_filter not in logger.filters:
+        logger.addFilter(_lost_reset_filter)
+
+
+def is_duplicate(exc: BaseException) -> bool:
+    """A UNIQUE key refused the row (through SQLAlchemy or from a raw cursor)."""
+    if isinstance(exc, IntegrityError):
+        return True
+    orig = getattr(exc, "orig", None) or exc
+    return error_code(exc) == DUPLICATE_KEY or isinstance(orig, sqlite3.IntegrityError)
+
+
+def is_interrupt(exc: BaseException) -> bool:
+    """KILL QUERY on MySQL/MariaDB, ``interrupt()`` on SQLite."""
+    if error_code(exc) == QUERY_INTERRUPTED:
+        return True
+    orig = getattr(exc, "orig", None) or exc
+    return isinstance(orig, sqlite3.OperationalError) and "interrupted" in str(orig)
+
+
+def describe(exc: BaseException) -> str:
+    """One readable line for an error (driver errors without SQLAlchemy's noise)."""
+    orig: Any = getattr(exc, "orig", None) if isinstance(exc, DBAPIError) else None
+    if orig is None and type(exc).__module__.startswith(("pymysql", "sqlite3")):
+        orig = exc  # raw driver errors from the executor's own cursor
+    if orig is not None:
+        args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
+        if len(args) >= 2 and isinstance(args[0], int):
+            return mask_text(f"({args[0]}) {args[1]}")
+        return mask_text(f"{type(orig).__name__}: {orig}")
+    text_ = str(exc) or type(exc).__name__
+    if not isinstance(exc, RunAborted) and type(exc).__name__ not in text_:
+        text_ = f"{type(exc).__name__}: {text_}"
+    return mask_text(text_)

@@ -53,3 +53,8 @@ class PermissionDenied(JobtuiError):
 
     Exit code 2, like any refusal: nothing was changed.
     """
+
+
+class RunAborted(Exception):
+    """A run was stopped on request (operator abort, runner shutdown): no JobtuiError,
+    since no command ends with it."""

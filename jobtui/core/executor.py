@@ -23,16 +23,13 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Connection
 
 from jobtui.core import actions, routines
+from jobtui.core.errors import RunAborted
 from jobtui.core.model import Job
 
 if TYPE_CHECKING:
     from jobtui.core.backends import Backend
 
 FETCH_BATCH = 1000
-
-
-class RunAborted(Exception):
-    """The run was stopped on request (operator abort, runner shutdown)."""
 
 
 def dbapi_connection(conn: Connection) -> Any:

@@ -35,10 +35,10 @@ from sqlalchemy import and_, func, or_, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from jobtui.core import bookkeeping, claims, schema
+from jobtui.core import bookkeeping, claims, dberrors, schema
 from jobtui.core.claiming import Claimer, Run
-from jobtui.core.claims import describe as _describe
 from jobtui.core.db import mask_text
+from jobtui.core.dberrors import describe as _describe
 from jobtui.core.dberrors import translate_db_error
 from jobtui.core.errors import JobLocked, JobtuiError
 from jobtui.core.model import Outcome
@@ -239,7 +239,7 @@ class RunnerPool:
         if self.running:
             return
         url = self.store.url
-        claims.quiet_lost_resets()
+        dberrors.quiet_lost_resets()
         self._engine = self.backend.pool_engine(url, self.threads + 3)
         try:
             self._schema, self._lock_key = self.backend.lock_scope(self.engine, self.store.lock_key)
@@ -482,7 +482,7 @@ class RunnerPool:
                         self._process(session, jids)
                 except Exception as exc:
                     log.warning("runner thread: %s", _describe(exc))
-                    if claims.is_disconnect(exc):
+                    if dberrors.is_disconnect(exc):
                         session.discard()
                 finally:
                     if kind == "run":
@@ -617,7 +617,7 @@ class RunnerPool:
         try:
             runs = self._claim(session, job_ids)
         except Exception as exc:
-            if not claims.is_disconnect(exc):
+            if not dberrors.is_disconnect(exc):
                 raise
             # The held connection died while idle (server restart, KILL): once more on a
             # fresh one. Safe: a claim that did commit left running=1, so this finds it taken.
@@ -717,7 +717,7 @@ class RunnerPool:
                 self._recorder.record(conn, items)
                 break
             except Exception as exc:
-                if claims.is_interrupt(exc) and attempt < 3:
+                if dberrors.is_interrupt(exc) and attempt < 3:
                     continue  # a KILL QUERY that arrived late; the connection is fine
                 log.warning(
                     "could not record the run of %s (retrying in %.1f s): %s",

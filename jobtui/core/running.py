@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine
 from jobtui.core import executor, schema
 from jobtui.core.backends import Backend
 from jobtui.core.claiming import Run
-from jobtui.core.claims import describe, is_disconnect
+from jobtui.core.dberrors import describe, is_disconnect
 from jobtui.core.model import Outcome
 
 log = logging.getLogger("jobtui.runner")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Connection, Engine
 
 from jobtui.core.backends import Backend
-from jobtui.core.claims import describe
+from jobtui.core.dberrors import describe
 
 log = logging.getLogger("jobtui.runner")
 

@@ -14,7 +14,7 @@ from sqlalchemy import Table, select, text
 from sqlalchemy.engine import URL, Connection, Engine, RootTransaction
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from jobtui.core import actions, claims, db, routines, schema
+from jobtui.core import actions, db, routines, schema
 from jobtui.core.backends import mysql_batch as sql
 from jobtui.core.backends.base import Backend, FinishRow, PlanClaim, RunOutcome
 from jobtui.core.db import reset_mysql_session
@@ -75,6 +75,11 @@ class KeptConnectionPoller:
                 pass  # the connection is gone already: nothing to give back
 
 
+def _database(conn: Connection) -> str:
+    """The connection's current database (``DATABASE()``): jobtui's."""
+    return str(conn.exec_driver_sql("SELECT DATABASE()").scalar() or "")
+
+
 class MySQLBackend(Backend):
     name: ClassVar[str] = "mysql"
     has_accounts: ClassVar[bool] = True
@@ -119,7 +124,7 @@ class MySQLBackend(Backend):
 
     def schema_name(self) -> str:
         with self.engine.connect() as conn:
-            return str(conn.exec_driver_sql("SELECT DATABASE()").scalar())
+            return _database(conn)
 
     def readable_tables(self, owner: Callable[[], str]) -> tuple[Table, Table]:
         """The database decides, not jobtui: an operator account has no privilege on the
@@ -447,5 +452,4 @@ class MySQLBackend(Backend):
 
     def lock_scope(self, engine: Engine, lock_key: Callable[[], str]) -> tuple[str, str]:
         with engine.connect() as conn:
-            schema_name = claims.current_schema(conn)
-        return schema_name, lock_key()
+            return _database(conn), lock_key()

@@ -24,8 +24,8 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from jobtui.core import schema
-from jobtui.core.claims import describe
 from jobtui.core.db import write_datetime
+from jobtui.core.dberrors import describe
 from jobtui.core.model import Job, Outcome
 from jobtui.core.rowmap import SCHEDULE_FIELDS, job_fields_getter, jobs_from_values
 
