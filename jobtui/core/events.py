@@ -360,7 +360,10 @@ def adopt(store: JobStore, full_name: str, *, keep_event: bool = False) -> Adopt
                 f"({again}): it is DISABLED now; `jobtui events enable {full_name}`"
             ) from exc
         raise
-    notes.append(f"event {full_name} is DISABLED now (kept: drop it once the job runs well)")
+    notes.append(
+        f"event {full_name} is DISABLED now (kept: drop it once the job runs well); a run of "
+        "it in flight, if any, still finishes (DISABLE stops no run)"
+    )
     if event.kind == "at" and event.on_completion == "NOT PRESERVE":
         notes.append(
             "the event is ON COMPLETION NOT PRESERVE: disabled, it never runs, so the server "
