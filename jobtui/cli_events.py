@@ -193,10 +193,9 @@ def _report_list(args: argparse.Namespace, listed: events.EventList) -> int:
     ]
     cli._print(cli.table(headers, rows))
     for e in listed.events:
-        if e.recurring and not e.overlap_guard:
+        if e.overlap_warning:
             cli._print(
-                f"warning: {e.full_name} takes no named lock (GET_LOCK): a run that outlasts "
-                f"its interval overlaps the next; `jobtui events adopt {e.full_name}` gives it "
+                f"warning: {e.overlap_warning}; `jobtui events adopt {e.full_name}` gives it "
                 "jobtui's overlap protection"
             )
     return cli.EXIT_OK

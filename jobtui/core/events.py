@@ -83,6 +83,16 @@ class Event:
             text += f" ends {_short(self.ends)}"
         return text
 
+    @property
+    def overlap_warning(self) -> str | None:
+        """Why a recurring event without a named lock may overlap itself (None otherwise)."""
+        if not self.recurring or self.overlap_guard:
+            return None
+        return (
+            f"{self.full_name} takes no named lock (GET_LOCK): a run that outlasts its "
+            "interval overlaps the next"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` row (the issue's fields, then the rest)."""
         return {
@@ -185,7 +195,7 @@ def _from_row(row: dict[str, Any], system_zone: str, now: datetime) -> Event:
         time_zone=time_zone,
         next_run=None,
         overlap_guard=bool(_GET_LOCK.search(body)),
-        fixed_zone=et.fixed_offset(tz, now.year) if tz is not None else fallback is not None,
+        fixed_zone=et.fixed_offset(tz, now.year),  # a zone Python does not know: False
     )
     if status != "ENABLED":
         return event
@@ -230,6 +240,12 @@ def event_interval(event: Event) -> et.Interval | None:
         return et.parse_interval(event.interval_value, event.interval_field)
     except ValueError:
         return None
+
+
+def available(store: JobStore) -> bool:
+    """Whether the store's database has events at all (False on SQLite: every function
+    here raises InvalidInput there, with ``store.backend.no_events`` as the reason)."""
+    return store.backend.has_events
 
 
 def _read(store: JobStore, schema: str | None, *, poll: bool) -> tuple[str, str, list[Any]]:
