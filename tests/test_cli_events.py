@@ -155,3 +155,10 @@ def test_sqlite_has_no_events_and_no_file_is_made(tmp_path: Path) -> None:
         line = one_line_error(proc.returncode, proc.stdout, proc.stderr)
         assert "SQLite has no events" in line
     assert not path.exists()
+
+
+def test_an_unreachable_server_exits_1_without_the_password(tmp_path: Path) -> None:
+    cli = Cli("mysql+pymysql://u:sekret@127.0.0.1:1/x", tmp_path)
+    proc = cli("events", ok=False)
+    line = one_line_error(proc.returncode, proc.stdout, proc.stderr, expected=1)
+    assert "database unavailable" in line and "sekret" not in proc.stderr

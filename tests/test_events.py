@@ -298,15 +298,14 @@ def test_times_are_shown_in_utc_whatever_the_events_time_zone(db: tuple[JobStore
 
 
 @pytest.mark.mariadb
-def test_last_executed_is_read_in_utc_from_a_running_event(db: tuple[JobStore, str]) -> None:
-    """information_schema shows LAST_EXECUTED in the event's zone too (needs the scheduler:
-    turned on for a moment when it is off, and back)."""
+def test_a_running_event_is_adopted_from_its_next_slot_after_its_last_run(
+    db: tuple[JobStore, str],
+) -> None:
+    """information_schema shows LAST_EXECUTED in the event's zone too; adopt disables the
+    event, reads it, and the job's first run is the next slot after it (already due here:
+    it runs at once). Needs the scheduler: turned on for a moment when it is off, and back."""
     store, name = db
-    _sql(
-        name,
-        "SET time_zone = '+05:00'",
-        "CREATE EVENT tick ON SCHEDULE EVERY 1 SECOND DO DO 1",
-    )
+    _sql(name, "SET time_zone = '+05:00'", "CREATE EVENT tick ON SCHEDULE EVERY 1 SECOND DO DO 1")
     conn = admin_connection()
     with conn.cursor() as cur:
         cur.execute("SELECT @@global.event_scheduler")
@@ -319,12 +318,19 @@ def test_last_executed_is_read_in_utc_from_a_running_event(db: tuple[JobStore, s
         while (event := _one(store, f"{name}.tick")).last_executed is None:
             assert time.monotonic() < deadline, "the event never ran"
             time.sleep(0.2)
+        assert event.last_executed is not None
+        assert abs((event.last_executed - datetime.now(UTC)).total_seconds()) < 15
+        time.sleep(1.5)  # a slot or two more
+        adoption = events.adopt(store, f"{name}.tick")
     finally:
         _sql(name, "ALTER EVENT tick DISABLE")
         with conn.cursor() as cur:
             cur.execute(f"SET GLOBAL event_scheduler = {'ON' if before == 'ON' else 'OFF'}")
         conn.close()
-    assert abs((event.last_executed - datetime.now(UTC)).total_seconds()) < 15
+    ran = adoption.event.last_executed
+    assert adoption.event.status == "DISABLED" and ran is not None
+    assert adoption.job.next_run == ran + timedelta(seconds=1)
+    assert adoption.job.schedule.every == 1.0
 
 
 @pytest.mark.mariadb

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from jobtui.core import event_times as et
+from jobtui.core.dberrors import db_errors
 from jobtui.core.errors import InvalidInput, JobNotFound, PermissionDenied
 from jobtui.core.model import IDENTIFIER_RE, JOB_NAME_RE, Job, Schedule, What, check_sql
 from jobtui.core.schedules import MAX_EVERY
@@ -259,6 +260,7 @@ def _read(store: JobStore, schema: str | None, *, poll: bool) -> tuple[str, str,
         return query(conn)
 
 
+@db_errors
 def list_events(
     store: JobStore,
     *,
@@ -276,6 +278,7 @@ def list_events(
     return EventList(scheduler, [_from_row(row, system_zone, now) for row in rows])
 
 
+@db_errors
 def get_event(store: JobStore, full_name: str, *, now: datetime | None = None) -> Event:
     """One event by ``SCHEMA.NAME``; InvalidInput when the account sees no such event."""
     schema, name = split_name(full_name)
@@ -291,6 +294,7 @@ def get_event(store: JobStore, full_name: str, *, now: datetime | None = None) -
 # ---------------------------------------------------------------------- switching
 
 
+@db_errors
 def set_enabled(store: JobStore, full_name: str, enabled: bool) -> Event:
     """ALTER EVENT ... ENABLE/DISABLE, keeping the event's definer; the event after."""
     store.check_writable()
@@ -317,6 +321,7 @@ def _alter(store: JobStore, event: Event, enabled: bool) -> None:
 # ---------------------------------------------------------------------- adopting
 
 
+@db_errors
 def adopt(store: JobStore, full_name: str, *, keep_event: bool = False) -> Adoption:
     """Make event ``SCHEMA.NAME`` a jobtui job (docs/events.md).
 
