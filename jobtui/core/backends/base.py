@@ -173,17 +173,20 @@ class Backend(ABC):
 
     # ---------------------------------------------------------------- the server's events
 
+    @abstractmethod
     def read_events(self, conn: Connection, schema: str | None) -> list[dict[str, Any]]:
         """The server's Event Scheduler events this account sees (of ``schema`` only when
         given), one dict per event (``mysql_events.read_events``'s columns); InvalidInput
         where the database has no events."""
         raise NotImplementedError
 
+    @abstractmethod
     def event_scheduler(self, conn: Connection) -> tuple[str, str]:
         """(the server's ``event_scheduler``: ON, OFF or DISABLED; its system time zone);
         InvalidInput where the database has no events."""
         raise NotImplementedError
 
+    @abstractmethod
     def set_event_enabled(
         self, conn: Connection, schema: str, name: str, definer: str, enabled: bool
     ) -> None:
