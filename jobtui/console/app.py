@@ -27,6 +27,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from jobtui.console.bulk import BULK_ROWS, freeze_when_resumed, gc_paused, thaw
+from jobtui.console.event_commands import EventCommands
 from jobtui.console.messages import (
     ActionFailed,
     ClockTicked,
@@ -84,13 +85,14 @@ STEER: dict[str, Callable[[JobStore, Job], Job]] = {
 }
 
 
-class JobtuiApp(App[None]):
+class JobtuiApp(EventCommands, App[None]):
     """The jobtui operator console (screens reach it as ``jobtui.console.protocol.Console``)."""
 
     TITLE = "jobtui"
     CSS_PATH = css_paths()  # type: ignore[assignment]
     BINDINGS = [
         Binding("l", "run_log", "Run log", id="run_log"),
+        Binding("v", "events", "Events", id="events"),
         Binding("w", "toggle_runners", "Runners", id="runners"),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("q", "quit_console", "Quit", id="quit"),
@@ -120,6 +122,8 @@ class JobtuiApp(App[None]):
         self._quitting = False
         self._last_good: str | None = None
         self._loaded = False  # the first full load is applied (see jobtui.console.bulk)
+        # the server's @@event_scheduler (ON, OFF, DISABLED) as last read; None: no events here
+        self.event_scheduler: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -145,6 +149,7 @@ class JobtuiApp(App[None]):
         self.sub_title = self.store.masked_url
         self.tick()
         self.set_interval(self.refresh_interval, self.tick)
+        self.read_event_scheduler()  # once: afterwards only the events screen reads it
         if self.runner_threads > 0:
             if self.read_only_console:
                 self.notify("read-only console: runners are not hosted", severity="warning")
@@ -191,6 +196,7 @@ class JobtuiApp(App[None]):
             counts=main.table.counts,
             clock=now.strftime("%H:%M:%S UTC"),
             read_only=self.read_only_console,
+            scheduler=self.event_scheduler,
         )
 
     # ------------------------------------------------------------------ refresh
