@@ -44,6 +44,7 @@ def submit_job(
     description: str,
     max_failures: int,
     disabled: bool,
+    first: datetime | None = None,
 ) -> Job:
     """``JobStore.submit``."""
     store.check_writable()
@@ -54,7 +55,7 @@ def submit_job(
     store.check_what(what)
     now = store.now()
     store.check_expr_schedule(schedule, now)
-    next_run = first_run(schedule, now)
+    next_run = first_run(schedule, now) if first is None else first
     values = new_job_values(
         owner=store.owner,
         name=name,

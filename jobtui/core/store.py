@@ -430,8 +430,13 @@ class JobStore:
         description: str = "",
         max_failures: int = DEFAULT_MAX_FAILURES,
         disabled: bool = False,
+        first: datetime | None = None,
     ) -> Job:
-        """Define a new job (DBMS_JOB.SUBMIT). Validates everything before writing."""
+        """Define a new job (DBMS_JOB.SUBMIT). Validates everything before writing.
+
+        ``first``: the first run, when not the schedule's first slot from now (an adopted
+        event's first slot after its last run, even if that is past: it runs at once).
+        """
         return defining.submit_job(
             self,
             name,
@@ -440,6 +445,7 @@ class JobStore:
             description=description,
             max_failures=max_failures,
             disabled=disabled,
+            first=first,
         )
 
     @db_errors

@@ -152,6 +152,27 @@ class Backend:
         """After ``schema.ensure_schema``'s transaction: what lives beside the tables
         (keys, views; may do nothing)."""
 
+    # ---------------------------------------------------------------- the server's events
+
+    def read_events(self, conn: Connection, schema: str | None) -> list[dict[str, Any]]:
+        """The server's Event Scheduler events this account sees (of ``schema`` only when
+        given), one dict per event (``mysql_events.read_events``'s columns); InvalidInput
+        where the database has no events."""
+        raise NotImplementedError
+
+    def event_scheduler(self, conn: Connection) -> tuple[str, str]:
+        """(the server's ``event_scheduler``: ON, OFF or DISABLED; its system time zone);
+        InvalidInput where the database has no events."""
+        raise NotImplementedError
+
+    def set_event_enabled(
+        self, conn: Connection, schema: str, name: str, definer: str, enabled: bool
+    ) -> None:
+        """ALTER EVENT ``schema.name`` ENABLE or DISABLE, keeping its ``definer``
+        (PermissionDenied when the account may not); InvalidInput where there are no
+        events."""
+        raise NotImplementedError
+
     # ---------------------------------------------------------------- runners: claim and record
 
     def connection_id(self, conn: Connection) -> int | None:

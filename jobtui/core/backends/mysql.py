@@ -16,6 +16,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from jobtui.core import actions, db, routines, schema
 from jobtui.core.backends import mysql_batch as sql
+from jobtui.core.backends import mysql_events
 from jobtui.core.backends.base import Backend, FinishRow, PlanClaim, RunOutcome
 from jobtui.core.db import reset_mysql_session
 from jobtui.core.dberrors import NO_SUCH_TABLE, PERMISSION_ERRORS, error_code
@@ -249,6 +250,19 @@ class MySQLBackend(Backend):
     def after_schema(self) -> None:
         schema.ensure_lock_key(self.engine)
         schema.ensure_views(self.engine)
+
+    # ---------------------------------------------------------------- the server's events
+
+    def read_events(self, conn: Connection, schema: str | None) -> list[dict[str, Any]]:
+        return mysql_events.read_events(conn, schema)
+
+    def event_scheduler(self, conn: Connection) -> tuple[str, str]:
+        return mysql_events.scheduler_state(conn)
+
+    def set_event_enabled(
+        self, conn: Connection, schema: str, name: str, definer: str, enabled: bool
+    ) -> None:
+        mysql_events.set_enabled(conn, schema, name, definer, enabled)
 
     # ---------------------------------------------------------------- runners: claim and record
 

@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 
 
 T = TypeVar("T")
+
+NO_EVENTS = (
+    "SQLite has no events: the Event Scheduler is MySQL/MariaDB's (jobtui's own jobs are "
+    "listed by `jobtui list`)"
+)
 EXPR_MAX_VALUE = 100_000  # bytes an expr schedule's value may take
 
 
@@ -134,6 +139,19 @@ class SQLiteBackend(Backend):
 
     def finish_schema(self, conn: Connection) -> None:
         schema.sqlite_job_ids_never_reused(conn)
+
+    # ---------------------------------------------------------------- the server's events
+
+    def read_events(self, conn: Connection, schema: str | None) -> list[dict[str, Any]]:
+        raise InvalidInput(NO_EVENTS)
+
+    def event_scheduler(self, conn: Connection) -> tuple[str, str]:
+        raise InvalidInput(NO_EVENTS)
+
+    def set_event_enabled(
+        self, conn: Connection, schema: str, name: str, definer: str, enabled: bool
+    ) -> None:
+        raise InvalidInput(NO_EVENTS)
 
     # ---------------------------------------------------------------- runners: claim and record
 
