@@ -167,7 +167,8 @@ SCHEDULER_VARIABLE: dict[str, str] = {"ON": "success", "OFF": "warning", "DISABL
 def event_schedule_text(
     kind: str, value: str | None, field: str | None, at: datetime | None
 ) -> str:
-    """An event's schedule, short, for a column: ``every 5 MINUTE``, ``at 2026-12-03 14:00 UTC``."""
+    """An event's schedule, short, for a column: ``every 5 MINUTE``, ``at 2026-12-03 14:00``
+    (UTC, as every time in the console)."""
     if kind == "every":
-        return f"every {value or '?'} {field or '?'}"
-    return f"at {at.strftime('%Y-%m-%d %H:%M UTC')}" if at is not None else "at ?"
+        return f"every {(value or '?').strip(chr(39))} {field or '?'}"
+    return f"at {at.strftime('%Y-%m-%d %H:%M')}" if at is not None else "at ?"

@@ -35,15 +35,15 @@ from jobtui.core.store import JobStore
 EVENTS_REFRESH = 2.0  # seconds between reads, while the screen is open
 BODY_LINES = 3  # lines of an event's body shown under the table
 
-COLUMNS = (
+COLUMNS = (  # what an operator scans for first; the definer last (also under the table)
     ("schema", "Schema"),
     ("event", "Event"),
-    ("definer", "Definer"),
     ("schedule", "Schedule"),
     ("status", "Status"),
-    ("last", "Last executed"),
     ("next", "Next run"),
+    ("last", "Last executed"),
     ("overlap", "Overlap"),
+    ("definer", "Definer"),
 )
 
 SCHEDULER_MEANS = {
@@ -201,19 +201,18 @@ class EventsScreen(Screen[None]):
             overlap = Text("guarded (lock)")
         else:
             overlap = Text(fmt.DASH)
+        schedule = fmt.event_schedule_text(
+            event.kind, event.interval_value, event.interval_field, event.execute_at
+        )
         return (
             event.schema,
             event.name,
-            Text(event.definer),
-            Text(
-                fmt.event_schedule_text(
-                    event.kind, event.interval_value, event.interval_field, event.execute_at
-                )
-            ),
+            Text(schedule),
             status,
-            Text(fmt.age(event.last_executed, now)),
             Text(fmt.until(event.next_run, now)),
+            Text(fmt.age(event.last_executed, now)),
             overlap,
+            Text(event.definer),
         )
 
     def render_rows(self) -> None:
@@ -267,11 +266,14 @@ class EventsScreen(Screen[None]):
                 colour = fmt.SCHEDULER_VARIABLE.get(state, "warning")
                 means = SCHEDULER_MEANS.get(state, "")
                 parts.append(f"Event Scheduler [b ${colour}]{escape(state)}[/]: {escape(means)}")
-                count = len(listing.events)
-                risky = sum(1 for e in listing.events if may_overlap(e))
-                summary = f"{count} event{'s' if count != 1 else ''} this account may see"
+                shown = self.shown_events()
+                total = len(listing.events)
+                risky = sum(1 for e in shown if may_overlap(e))
+                summary = f"{total} event{'s' if total != 1 else ''} visible"
+                if len(shown) != total:
+                    summary = f"{len(shown)} of {summary} (filter)"
                 if risky:
-                    summary += f", [$warning]{risky} may overlap themselves (no named lock)[/]"
+                    summary += f", [$warning]{risky} may overlap (no named lock)[/]"
                 parts.append(summary)
             if self.error:
                 parts.append(f"[$error]{escape(self.error)}[/] (showing the events last read)")
@@ -290,6 +292,12 @@ class EventsScreen(Screen[None]):
         if event is None:
             return
         now = self.store.now()
+        if event.next_run is not None:
+            next_run = f"{fmt.stamp(event.next_run)} ({fmt.until(event.next_run, now)})"
+        else:
+            next_run = (
+                f"{fmt.DASH} ({'no slot left' if event.status == 'ENABLED' else 'not enabled'})"
+            )
         body = event.body.strip().splitlines() or [""]
         if len(body) > BODY_LINES:
             body = [*body[:BODY_LINES], "…"]
@@ -297,8 +305,7 @@ class EventsScreen(Screen[None]):
             f"[b]{escape(event.full_name)}[/]  definer {escape(event.definer)}  "
             f"on completion {escape(event.on_completion)}  time zone {escape(event.time_zone)}",
             f"[dim]Schedule[/] {escape(event.schedule)}",
-            f"[dim]Last executed[/] {fmt.stamp(event.last_executed)}  "
-            f"[dim]Next run[/] {fmt.stamp(event.next_run)} ({fmt.until(event.next_run, now)})",
+            f"[dim]Last executed[/] {fmt.stamp(event.last_executed)}  [dim]Next run[/] {next_run}",
             *(
                 f"[dim]{'Body' if i == 0 else '    '}[/] {escape(line)}"
                 for i, line in enumerate(body)
@@ -328,6 +335,7 @@ class EventsScreen(Screen[None]):
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "event-filter":
             self.render_rows()
+            self.render_head()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "event-filter":
@@ -367,6 +375,7 @@ class EventsScreen(Screen[None]):
             box.display = False
             self.query_one("#event-table", DataTable).focus()
             self.render_rows()
+            self.render_head()
             return
         self.dismiss(None)
 
