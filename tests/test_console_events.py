@@ -249,24 +249,38 @@ async def test_adopt_keeping_the_event_makes_a_disabled_job(mariadb_url: str) ->
 
 
 @pytest.mark.mariadb
-async def test_an_event_adopt_refuses_says_why_and_nothing_changes(mariadb_url: str) -> None:
+@pytest.mark.parametrize(
+    ("create", "reason"),
+    [
+        ("CREATE EVENT refused ON SCHEDULE EVERY 1 MONTH DO DELETE FROM t", "no fixed length"),
+        (
+            "CREATE DEFINER = 'jt_someone_else'@'%' EVENT refused ON SCHEDULE EVERY 1 HOUR "
+            "DO DELETE FROM t",
+            "connect as jt_someone_else",
+        ),
+    ],
+    ids=["month", "other-definer"],
+)
+async def test_an_event_adopt_refuses_says_why_and_nothing_changes(
+    mariadb_url: str, create: str, reason: str
+) -> None:
     schema = make_events(mariadb_url)
     conn = admin_connection(schema)
     with conn.cursor() as cur:
-        cur.execute("CREATE EVENT monthly ON SCHEDULE EVERY 1 MONTH DO DELETE FROM t")
+        cur.execute(create)
     conn.close()
     async with console(mariadb_url) as (app, pilot, store):
         screen = await open_events(app, pilot, schema)
-        await wait_for(pilot, lambda: f"{schema}.monthly" in screen._cells)
-        await select_event(app, pilot, f"{schema}.monthly")
+        await wait_for(pilot, lambda: f"{schema}.refused" in screen._cells)
+        await select_event(app, pilot, f"{schema}.refused")
         await pilot.press("a")
         await pilot.pause()
         await pilot.press("y")
         await settle(app, pilot)
-        assert any("no fixed length" in n for n in notices(app)), notices(app)
-        assert event_status(schema, "monthly") == "ENABLED"
+        assert any(reason in n for n in notices(app)), notices(app)
+        assert event_status(schema, "refused") == "ENABLED"
         with pytest.raises(JobNotFound):
-            store.get("monthly")
+            store.get("refused")
         assert isinstance(app.screen, EventsScreen)
 
 

@@ -149,7 +149,6 @@ class JobtuiApp(EventCommands, App[None]):
         self.sub_title = self.store.masked_url
         self.tick()
         self.set_interval(self.refresh_interval, self.tick)
-        self.read_event_scheduler()  # once: afterwards only the events screen reads it
         if self.runner_threads > 0:
             if self.read_only_console:
                 self.notify("read-only console: runners are not hosted", severity="warning")
@@ -240,6 +239,10 @@ class JobtuiApp(EventCommands, App[None]):
             changed = table.apply_refresh(message.changed, message.ids, message.prepared)
             if message.full and not self._loaded and bulk:
                 freeze_when_resumed()
+        if message.full and not self._loaded:
+            # Once, after the first load (not competing with it): the server's Event
+            # Scheduler state for the status line; afterwards only the events view reads it.
+            self.read_event_scheduler()
         self._loaded = self._loaded or message.full
         if message.runners is not None:
             self.runners_seen = message.runners

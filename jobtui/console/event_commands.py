@@ -99,18 +99,16 @@ class EventCommands:
         """Ask, then adopt a server event as a jobtui job (in a thread)."""
         if not self.can_write("adopt event", event.full_name):
             return
-        schedule = event.schedule
-        disabled = event.status != "ENABLED"
         question = (
             f"Adopt {event.full_name} as a jobtui job?\n"
-            f"The job gets the event's schedule ({schedule}) and body, and runs as its "
-            f"definer ({event.definer}); you must be connected as that account.\n"
-            "y: adopt and disable the event (the job takes over from the event's next slot).\n"
-            "k: adopt and keep the event as it is; the job is created DISABLED: enable it "
-            "once the event is disabled or dropped."
+            f"It gets the event's schedule ({event.schedule}) and body, and runs as the "
+            f"event's definer {event.definer}: connect as that account to adopt it.\n"
+            "y: adopt and disable the event: the job takes over at the event's next slot.\n"
+            "k: adopt and keep the event as it is: the job is created DISABLED; enable it "
+            "(p) once the event is disabled or dropped."
         )
-        if disabled:
-            question += "\nThe event is not enabled, so the job is created DISABLED too."
+        if event.status != "ENABLED":
+            question += f"\nThe event is {event.status}: the job is created DISABLED either way."
 
         def chosen(choice: str | None) -> None:
             if choice is not None and self.can_write("adopt event", event.full_name):
@@ -130,7 +128,9 @@ class EventCommands:
         except JobtuiError as exc:
             self.post_message(ActionFailed("adopt event", full_name, str(exc)))
             return
-        self.post_message(EventAdopted(adoption.job, full_name, keep_event, adoption.notes))
+        self.post_message(
+            EventAdopted(adoption.job, full_name, keep_event, adoption.notes, adoption.event)
+        )
 
     def on_event_adopted(self, message: EventAdopted) -> None:
         job = message.job
@@ -144,5 +144,5 @@ class EventCommands:
             timeout=10,
         )
         self.screen.post_message(JobsUpdated([job]))
-        self.screen.post_message(EventsUpdated(None))
+        self.screen.post_message(EventsUpdated(message.left))
         self.update_status()

@@ -119,6 +119,7 @@ class EventAdopted(Message):
     event: str  # schema.name
     keep_event: bool
     notes: tuple[str, ...] = ()  # what adopt did and what is left to do (from the core)
+    left: Event | None = None  # the event as adopt left it
 
 
 @dataclass
