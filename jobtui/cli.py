@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, NoReturn
 
-from jobtui import __version__
+from jobtui import __version__, cli_events
 from jobtui.core import schema
 from jobtui.core.db import ENV_VAR, mask_text, mask_url, resolve_url
 from jobtui.core.dberrors import translate_db_error
@@ -191,6 +191,7 @@ VERBS = (
     "demo",
     "prune",
     "grant",
+    "events",
 )
 
 STEERING = {
@@ -484,6 +485,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--apply", action="store_true", help="run the statements (needs an account that may grant)"
     )
     _json_option(p, "the statements")
+
+    cli_events.add_verb(verb, lambda p: _db_option(p, top=False))
 
     p = verb("run", "run one job's schedule in the foreground (the seed's job$run)")
     p.add_argument("name", metavar="NAME")
@@ -1362,4 +1365,5 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": cmd_demo,
     "prune": cmd_prune,
     "grant": cmd_grant,
+    "events": cli_events.cmd_events,
 }

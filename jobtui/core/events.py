@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from jobtui.core import event_times as et
+from jobtui.core.dberrors import db_errors
 from jobtui.core.errors import InvalidInput, JobNotFound, PermissionDenied
 from jobtui.core.model import IDENTIFIER_RE, JOB_NAME_RE, Job, Schedule, What, check_sql
 from jobtui.core.schedules import MAX_EVERY
@@ -82,6 +83,16 @@ class Event:
         if self.ends is not None:
             text += f" ends {_short(self.ends)}"
         return text
+
+    @property
+    def overlap_warning(self) -> str | None:
+        """Why a recurring event without a named lock may overlap itself (None otherwise)."""
+        if not self.recurring or self.overlap_guard:
+            return None
+        return (
+            f"{self.full_name} takes no named lock (GET_LOCK): a run that outlasts its "
+            "interval overlaps the next"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` row (the issue's fields, then the rest)."""
@@ -185,7 +196,7 @@ def _from_row(row: dict[str, Any], system_zone: str, now: datetime) -> Event:
         time_zone=time_zone,
         next_run=None,
         overlap_guard=bool(_GET_LOCK.search(body)),
-        fixed_zone=et.fixed_offset(tz, now.year) if tz is not None else fallback is not None,
+        fixed_zone=et.fixed_offset(tz, now.year),  # a zone Python does not know: False
     )
     if status != "ENABLED":
         return event
@@ -232,6 +243,12 @@ def event_interval(event: Event) -> et.Interval | None:
         return None
 
 
+def available(store: JobStore) -> bool:
+    """Whether the store's database has events at all (False on SQLite: every function
+    here raises InvalidInput there, with ``store.backend.no_events`` as the reason)."""
+    return store.backend.has_events
+
+
 def _read(store: JobStore, schema: str | None, *, poll: bool) -> tuple[str, str, list[Any]]:
     def query(conn: Any) -> tuple[str, str, list[Any]]:
         scheduler, system_zone = store.backend.event_scheduler(conn)
@@ -243,6 +260,7 @@ def _read(store: JobStore, schema: str | None, *, poll: bool) -> tuple[str, str,
         return query(conn)
 
 
+@db_errors
 def list_events(
     store: JobStore,
     *,
@@ -260,6 +278,7 @@ def list_events(
     return EventList(scheduler, [_from_row(row, system_zone, now) for row in rows])
 
 
+@db_errors
 def get_event(store: JobStore, full_name: str, *, now: datetime | None = None) -> Event:
     """One event by ``SCHEMA.NAME``; InvalidInput when the account sees no such event."""
     schema, name = split_name(full_name)
@@ -275,6 +294,7 @@ def get_event(store: JobStore, full_name: str, *, now: datetime | None = None) -
 # ---------------------------------------------------------------------- switching
 
 
+@db_errors
 def set_enabled(store: JobStore, full_name: str, enabled: bool) -> Event:
     """ALTER EVENT ... ENABLE/DISABLE, keeping the event's definer; the event after."""
     store.check_writable()
@@ -301,6 +321,7 @@ def _alter(store: JobStore, event: Event, enabled: bool) -> None:
 # ---------------------------------------------------------------------- adopting
 
 
+@db_errors
 def adopt(store: JobStore, full_name: str, *, keep_event: bool = False) -> Adoption:
     """Make event ``SCHEMA.NAME`` a jobtui job (docs/events.md).
 
@@ -360,7 +381,10 @@ def adopt(store: JobStore, full_name: str, *, keep_event: bool = False) -> Adopt
                 f"({again}): it is DISABLED now; `jobtui events enable {full_name}`"
             ) from exc
         raise
-    notes.append(f"event {full_name} is DISABLED now (kept: drop it once the job runs well)")
+    notes.append(
+        f"event {full_name} is DISABLED now (kept: drop it once the job runs well); a run of "
+        "it in flight, if any, still finishes (DISABLE stops no run)"
+    )
     if event.kind == "at" and event.on_completion == "NOT PRESERVE":
         notes.append(
             "the event is ON COMPLETION NOT PRESERVE: disabled, it never runs, so the server "

@@ -61,6 +61,9 @@ class Backend:
     has_accounts: ClassVar[bool]
     #: Exclusivity rests on named locks (GET_LOCK) held by a connection; else on row leases.
     named_locks: ClassVar[bool]
+    #: The server has its own scheduler's events (jobtui.core.events); else why not.
+    has_events: ClassVar[bool] = True
+    no_events: ClassVar[str] = ""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine

@@ -30,10 +30,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-NO_EVENTS = (
-    "SQLite has no events: the Event Scheduler is MySQL/MariaDB's (jobtui's own jobs are "
-    "listed by `jobtui list`)"
-)
 EXPR_MAX_VALUE = 100_000  # bytes an expr schedule's value may take
 
 
@@ -55,6 +51,11 @@ class SQLiteBackend(Backend):
     name: ClassVar[str] = "sqlite"
     has_accounts: ClassVar[bool] = False
     named_locks: ClassVar[bool] = False
+    has_events: ClassVar[bool] = False
+    no_events: ClassVar[str] = (
+        "SQLite has no events: the Event Scheduler is MySQL/MariaDB's (jobtui's own jobs "
+        "are listed by `jobtui list`)"
+    )
 
     # ---------------------------------------------------------------- connections
 
@@ -143,15 +144,15 @@ class SQLiteBackend(Backend):
     # ---------------------------------------------------------------- the server's events
 
     def read_events(self, conn: Connection, schema: str | None) -> list[dict[str, Any]]:
-        raise InvalidInput(NO_EVENTS)
+        raise InvalidInput(self.no_events)
 
     def event_scheduler(self, conn: Connection) -> tuple[str, str]:
-        raise InvalidInput(NO_EVENTS)
+        raise InvalidInput(self.no_events)
 
     def set_event_enabled(
         self, conn: Connection, schema: str, name: str, definer: str, enabled: bool
     ) -> None:
-        raise InvalidInput(NO_EVENTS)
+        raise InvalidInput(self.no_events)
 
     # ---------------------------------------------------------------- runners: claim and record
 
