@@ -25,7 +25,7 @@ from jobtui.console.messages import (
 from jobtui.console.screens.confirm import AdoptScreen
 from jobtui.console.screens.events import EventsScreen
 from jobtui.core import events as server_events
-from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobtuiError
+from jobtui.core.errors import DatabaseUnavailable, JobtuiError
 from jobtui.core.events import Event
 
 
@@ -48,15 +48,17 @@ class EventCommands:
         if not isinstance(self.screen, EventsScreen):
             self.push_screen(EventsScreen(store=self.store))
 
-    @work(thread=True, exclusive=True, group="event-scheduler", exit_on_error=False)
     def read_event_scheduler(self) -> None:
         """Once at start, for the status line: is the server's Event Scheduler on?
-        (Afterwards only the events screen reads it, while it is open.)"""
+        (Afterwards only the events screen reads it, while it is open.) Nothing to read
+        where the database has no events (SQLite)."""
+        if server_events.available(self.store):
+            self._read_event_scheduler()
+
+    @work(thread=True, exclusive=True, group="event-scheduler", exit_on_error=False)
+    def _read_event_scheduler(self) -> None:
         try:
             listing = server_events.list_events(self.store, now=self.store.now(), poll=True)
-        except InvalidInput as exc:  # no events in this database (SQLite)
-            self.post_message(EventsLoaded(None, str(exc), final=True))
-            return
         except JobtuiError as exc:
             self.post_message(EventsLoaded(None, str(exc)))
             return

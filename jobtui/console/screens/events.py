@@ -55,7 +55,7 @@ SCHEDULER_MEANS = {
 
 def may_overlap(event: Event) -> bool:
     """A recurring event whose body takes no named lock: a slow run overlaps the next."""
-    return event.kind == "every" and not event.overlap_guard
+    return event.overlap_warning is not None
 
 
 class EventsScreen(Screen[None]):
@@ -118,8 +118,9 @@ class EventsScreen(Screen[None]):
         """The server's events and scheduler state (in a thread)."""
         try:
             listing = server_events.list_events(self.store, now=now, poll=True)
-        except InvalidInput as exc:  # this database has no events (SQLite)
-            self.post_message(EventsLoaded(None, str(exc), final=True))
+        except InvalidInput as exc:  # final where the database has no events (SQLite)
+            final = not server_events.available(self.store)
+            self.post_message(EventsLoaded(None, str(exc), final=final))
             return
         except JobtuiError as exc:
             self.post_message(EventsLoaded(None, str(exc)))
@@ -311,11 +312,10 @@ class EventsScreen(Screen[None]):
                 for i, line in enumerate(body)
             ),
         ]
-        if may_overlap(event):
+        if event.overlap_warning:
             lines.append(
-                "[$warning]⚠ its body takes no named lock (GET_LOCK): a run that outlasts "
-                "the interval runs again on top of itself. Adopting it (a) gives it "
-                "jobtui's overlap protection.[/]"
+                f"[$warning]⚠ {escape(event.overlap_warning)}: adopting it (a) gives it "
+                "jobtui's overlap protection[/]"
             )
         detail.update(Content.from_markup("\n".join(lines)))
 
