@@ -8,6 +8,7 @@ disable the event under the cursor, or adopt it as a jobtui job (asked first).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, cast
 
 from rich.text import Text
@@ -114,7 +115,7 @@ class EventsScreen(Screen[None]):
         self.load(self.store.now())
 
     @work(thread=True, exclusive=True, group="events", exit_on_error=False)
-    def load(self, now: Any) -> None:
+    def load(self, now: datetime) -> None:
         """The server's events and scheduler state (in a thread)."""
         try:
             listing = server_events.list_events(self.store, now=now, poll=True)
@@ -192,7 +193,7 @@ class EventsScreen(Screen[None]):
             or needle in e.status.lower()
         ]
 
-    def cells(self, event: Event, now: Any) -> tuple[Any, ...]:
+    def cells(self, event: Event, now: datetime) -> tuple[Any, ...]:
         status = Text(
             event.status, style=self._style(fmt.EVENT_STATUS_VARIABLE.get(event.status, ""))
         )
