@@ -164,7 +164,11 @@ async def test_the_view_lists_the_servers_events_and_the_scheduler_state(
         # the highlighted event in full under the table, with the overlap warning
         await select_event(app, pilot, f"{schema}.purge_old")
         detail = str(events_screen(app).query_one("#event-detail").render())
-        assert "DELETE FROM t WHERE id < 0" in detail and "no named lock" in detail and "adopting it (a)" in detail
+        assert (
+            "DELETE FROM t WHERE id < 0" in detail
+            and "no named lock" in detail
+            and "adopting it (a)" in detail
+        )
         # an event created elsewhere shows up by itself (refresh every 2 s)
         conn = admin_connection(schema)
         with conn.cursor() as cur:
