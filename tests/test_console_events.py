@@ -172,9 +172,14 @@ async def test_the_view_lists_the_servers_events_and_the_scheduler_state(
         # an event created elsewhere shows up by itself (refresh every 2 s)
         conn = admin_connection(schema)
         with conn.cursor() as cur:
-            cur.execute("CREATE EVENT later ON SCHEDULE EVERY 1 DAY DO DELETE FROM t")
+            cur.execute("CREATE EVENT `[b]later` ON SCHEDULE EVERY 1 DAY DO DELETE FROM t")
         conn.close()
-        await wait_for(pilot, lambda: f"{schema}.later" in events_screen(app)._cells, 8)
+        later = f"{schema}.[b]later"  # shown as written, not read as markup
+        await wait_for(pilot, lambda: later in events_screen(app)._cells, 8)
+        assert cells(app, later)["event"] == "[b]later"
+        await select_event(app, pilot, later)
+        detail = str(events_screen(app).query_one("#event-detail").render())
+        assert f"{schema}.[b]later" in detail
         await pilot.press("escape")
         await settle(app, pilot)
         assert isinstance(app.screen, MainScreen)

@@ -206,9 +206,9 @@ class EventsScreen(Screen[None]):
         schedule = fmt.event_schedule_text(
             event.kind, event.interval_value, event.interval_field, event.execute_at
         )
-        return (
-            event.schema,
-            event.name,
+        return (  # Text, not str: DataTable reads a str as markup ("[" in a name)
+            Text(event.schema),
+            Text(event.name),
             Text(schedule),
             status,
             Text(fmt.until(event.next_run, now)),
@@ -246,7 +246,7 @@ class EventsScreen(Screen[None]):
                         table.update_cell(key, column, after)
             self._cells[key] = cells
         if added:
-            table.sort("schema", "event")
+            table.sort("schema", "event", key=lambda cells: (cells[0].plain, cells[1].plain))
             if current in self._cells:
                 table.move_cursor(row=table.get_row_index(current))
         self.render_detail()
