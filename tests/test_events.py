@@ -347,6 +347,16 @@ def test_enable_and_disable_switch_the_event(db: tuple[JobStore, str]) -> None:
         events.set_enabled(store, f"{name}.nope", True)
 
 
+@pytest.mark.mariadb
+def test_an_odd_event_name_is_quoted_not_pasted(db: tuple[JobStore, str]) -> None:
+    store, name = db
+    odd = "we`ird%s 'name"
+    _sql(name, "CREATE EVENT `we``ird%s 'name` ON SCHEDULE EVERY 1 HOUR DISABLE DO DO 1")
+    assert events.set_enabled(store, f"{name}.{odd}", True).status == "ENABLED"
+    assert events.set_enabled(store, f"{name}.{odd}", False).status == "DISABLED"
+    assert [e.name for e in events.list_events(store, schema=name).events] == [odd]
+
+
 def test_sqlite_has_no_events(sqlite_url: str) -> None:
     store = open_store(sqlite_url)
     try:
@@ -517,3 +527,16 @@ def test_a_refused_adoption_changes_nothing(db: tuple[JobStore, str]) -> None:
             events.adopt(store, f"{name}.{event}")
         assert _one(store, f"{name}.{event}").status == "ENABLED"
     assert store.list_jobs() == []
+
+
+@pytest.mark.mariadb
+def test_adopting_a_not_preserve_one_time_event_keeps_it_disabled(
+    db: tuple[JobStore, str],
+) -> None:
+    store, name = db
+    _sql(name, "CREATE EVENT later ON SCHEDULE AT '2036-01-01 00:00:00' DO DO 1")
+    adoption = events.adopt(store, f"{name}.later")
+    assert adoption.job.schedule.kind == "once" and adoption.job.intent == Intent.ENABLED
+    assert adoption.job.next_run == datetime(2036, 1, 1, tzinfo=UTC)
+    assert any("NOT PRESERVE" in note for note in adoption.notes)
+    assert _one(store, f"{name}.later").status == "DISABLED"  # still there, not dropped
