@@ -8,6 +8,7 @@ place its database's dialect is spoken.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -52,7 +53,7 @@ FinishRow = Callable[[Any, "Job | None", Any], "dict[str, Any] | None"]
 RunOutcome = tuple[int, Any, dict[str, Any], Any]
 
 
-class Backend:
+class Backend(ABC):
     """One database's way of doing what jobtui needs."""
 
     #: "mysql" (MySQL and MariaDB) or "sqlite"
@@ -74,16 +75,19 @@ class Backend:
     # ---------------------------------------------------------------- connections
 
     @classmethod
+    @abstractmethod
     def create_engine(cls, url: URL, *, pool_size: int) -> Engine:
         """An engine on ``url`` (validated by ``db.parse_url``) whose connections are set
         up as jobtui needs them (time zone, isolation, the pool)."""
         raise NotImplementedError
 
+    @abstractmethod
     def begin(self, conn: Connection, *, write: bool = True) -> RootTransaction:
         """Begin a transaction on ``conn`` (none open); a ``write`` one queues for the
         database's write lock at once where writers queue (SQLite: BEGIN IMMEDIATE)."""
         raise NotImplementedError
 
+    @abstractmethod
     def poller(self) -> Poller:
         """A new poller for a caller that asks again and again (``JobStore.poll``): as
         cheap a read as the database allows."""
@@ -91,27 +95,32 @@ class Backend:
 
     # ---------------------------------------------------------------- store
 
+    @abstractmethod
     def current_user(self) -> str:
         """The connecting account, the owner of the jobs it submits (the OS login where
         the database has no accounts)."""
         raise NotImplementedError
 
+    @abstractmethod
     def schema_name(self) -> str:
         """The name of the database that holds the jobtui tables ("" where there is none)."""
         raise NotImplementedError
 
+    @abstractmethod
     def readable_tables(self, owner: Callable[[], str]) -> tuple[Table, Table]:
         """The job and run tables this account reads: the tables (admin, runner) or the
         operators' views of their own rows; ``owner()`` names the account in a refusal
         (PermissionDenied when it may read neither)."""
         raise NotImplementedError
 
+    @abstractmethod
     def prune_lock(self, lock_key: Callable[[], str], wait: float) -> AbstractContextManager[bool]:
         """Hold the right to prune the run log for the ``with`` block: True when this
         process has it, False when another pruner held it for ``wait`` seconds.
         ``lock_key()`` is the key of the named locks' names, read only when needed."""
         raise NotImplementedError
 
+    @abstractmethod
     def evaluate_expr(
         self, conn: Connection, expr: str, now: datetime, *, job: Job | None, schema_name: str
     ) -> Any:
@@ -121,26 +130,31 @@ class Backend:
         Errors are SQLAlchemy's (``timed_out`` tells a timeout) or RoutineRefused."""
         raise NotImplementedError
 
+    @abstractmethod
     def timed_out(self, exc: BaseException) -> bool:
         """Whether ``exc`` is an evaluation stopped by ``evaluate_expr``'s time limit."""
         raise NotImplementedError
 
+    @abstractmethod
     def check_sql(self, statement: str) -> None:
         """Compile ``statement`` without running it; the database's error (DBAPIError)
         when it rejects it."""
         raise NotImplementedError
 
+    @abstractmethod
     def check_procedure(self, schema_name: str, procedure: str, nargs: int) -> None:
         """InvalidInput unless ``schema_name.procedure`` is a stored procedure this account
         sees, taking ``nargs`` IN arguments (or unless the database has procedures)."""
         raise NotImplementedError
 
+    @abstractmethod
     def refuse_ungranted(self, account: str, action: str) -> None:
         """At submit/change: InvalidInput when the admins' allow-list of actions is
         readable and no pattern allows ``action`` to ``account`` (nothing to check
         where the database has no accounts)."""
         raise NotImplementedError
 
+    @abstractmethod
     def check_action_granted(self, conn: Connection, job: Job) -> None:
         """Before an action job's run: ``actions.PermissionRefused`` unless the admins'
         allow-list lets the job's owner use it (every owner, every run; an allow-list
@@ -150,10 +164,12 @@ class Backend:
     def finish_schema(self, conn: Connection) -> None:
         """Inside ``schema.ensure_schema``'s transaction, after the tables and columns:
         what this database's tables need besides (may do nothing)."""
+        return None  # a default: nothing to do
 
     def after_schema(self) -> None:
         """After ``schema.ensure_schema``'s transaction: what lives beside the tables
         (keys, views; may do nothing)."""
+        return None  # a default: nothing to do
 
     # ---------------------------------------------------------------- the server's events
 
@@ -186,6 +202,7 @@ class Backend:
     def reset_session(self, conn: Connection) -> None:
         """Give a runner's connection (no transaction open) back the session of a new
         one, so that nothing a run set reaches the next owner's claim or run."""
+        return None  # a default: nothing to do
 
     def take_locks(self, conn: Connection, names: Sequence[str]) -> list[bool]:
         """Try once (no wait) to take each named lock on ``conn``: which ones it now holds
@@ -194,11 +211,13 @@ class Backend:
 
     def release_locks(self, conn: Connection, names: Sequence[str]) -> None:
         """Release the named locks ``conn`` holds (nothing where exclusivity is leases)."""
+        return None  # a default: nothing to do
 
     def lock_holder(self, conn: Connection, name: str) -> int | None:
         """The connection id holding the named lock, or None (free, or no named locks)."""
         return None
 
+    @abstractmethod
     def take_hold(
         self,
         conn: Connection,
@@ -214,6 +233,7 @@ class Backend:
         name when read, else None; the holder, e.g. "runner X")."""
         raise NotImplementedError
 
+    @abstractmethod
     def claim_batch(
         self,
         conn: Connection,
@@ -240,6 +260,7 @@ class Backend:
         """
         raise NotImplementedError
 
+    @abstractmethod
     def record_batch(
         self,
         conn: Connection,
@@ -256,6 +277,7 @@ class Backend:
         released inside the transaction, while the rows are still locked."""
         raise NotImplementedError
 
+    @abstractmethod
     def recheck(
         self,
         own: Callable[[], Connection],
@@ -274,6 +296,7 @@ class Backend:
         own connection; empty where jobs do not run as their owner's routines."""
         return {}
 
+    @abstractmethod
     def run_statement(
         self,
         conn: Connection,
@@ -286,11 +309,13 @@ class Backend:
         reading every row it returns."""
         raise NotImplementedError
 
+    @abstractmethod
     def rollback_driver(self, raw: Any) -> None:
         """Roll back what a run left on the driver's own connection (no SQLAlchemy
         transaction open on it)."""
         raise NotImplementedError
 
+    @abstractmethod
     def interrupt(self, engine: Engine, conn: Connection | None, cid: int | None) -> None:
         """Stop the statement running now on a runner's connection ``conn`` (server id
         ``cid``), from another thread."""
@@ -298,18 +323,21 @@ class Backend:
 
     # ---------------------------------------------------------------- runners: heartbeats and reaping
 
+    @abstractmethod
     def renew_leases(self, conn: Connection, runner_id: str, until: datetime) -> None:
         """Extend the claim leases runner ``runner_id`` holds to ``until``, on ``conn``
         in its heartbeat's transaction (nothing to do where named locks, held by the
         runner's connections, keep its jobs)."""
         raise NotImplementedError
 
+    @abstractmethod
     def drop_leases(self, conn: Connection, runner_id: str) -> None:
         """Runner ``runner_id`` deregisters: free the leases of its jobs that are not
         running (a running job's lease runs out by itself), on ``conn`` in the
         deregistration's transaction; nothing to do without leases."""
         raise NotImplementedError
 
+    @abstractmethod
     def reaping_lock(
         self, conn: Connection, lock_name: Callable[[], str]
     ) -> AbstractContextManager[bool]:
@@ -327,6 +355,7 @@ class Backend:
         ``pool_size`` connections (its threads hold one each)."""
         return make_engine(url, pool_size=pool_size)
 
+    @abstractmethod
     def lock_scope(self, engine: Engine, lock_key: Callable[[], str]) -> tuple[str, str]:
         """What a pool's job lock names are made of (``claims.lock_name``), read once
         when it starts: the schema ``engine`` works in and the key ``lock_key()``; both
