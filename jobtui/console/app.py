@@ -27,6 +27,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from jobtui.console.bulk import BULK_ROWS, freeze_when_resumed, gc_paused, thaw
+from jobtui.console.event_commands import EventCommands
 from jobtui.console.messages import (
     ActionFailed,
     ClockTicked,
@@ -84,13 +85,14 @@ STEER: dict[str, Callable[[JobStore, Job], Job]] = {
 }
 
 
-class JobtuiApp(App[None]):
+class JobtuiApp(EventCommands, App[None]):
     """The jobtui operator console (screens reach it as ``jobtui.console.protocol.Console``)."""
 
     TITLE = "jobtui"
     CSS_PATH = css_paths()  # type: ignore[assignment]
     BINDINGS = [
         Binding("l", "run_log", "Run log", id="run_log"),
+        Binding("v", "events", "Events", id="events"),
         Binding("w", "toggle_runners", "Runners", id="runners"),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("q", "quit_console", "Quit", id="quit"),
@@ -120,6 +122,8 @@ class JobtuiApp(App[None]):
         self._quitting = False
         self._last_good: str | None = None
         self._loaded = False  # the first full load is applied (see jobtui.console.bulk)
+        # the server's @@event_scheduler (ON, OFF, DISABLED) as last read; None: no events here
+        self.event_scheduler: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -191,6 +195,7 @@ class JobtuiApp(App[None]):
             counts=main.table.counts,
             clock=now.strftime("%H:%M:%S UTC"),
             read_only=self.read_only_console,
+            scheduler=self.event_scheduler,
         )
 
     # ------------------------------------------------------------------ refresh
@@ -234,6 +239,10 @@ class JobtuiApp(App[None]):
             changed = table.apply_refresh(message.changed, message.ids, message.prepared)
             if message.full and not self._loaded and bulk:
                 freeze_when_resumed()
+        if message.full and not self._loaded:
+            # Once, after the first load (not competing with it): the server's Event
+            # Scheduler state for the status line; afterwards only the events view reads it.
+            self.read_event_scheduler()
         self._loaded = self._loaded or message.full
         if message.runners is not None:
             self.runners_seen = message.runners

@@ -151,3 +151,24 @@ def short_runner(runner_id: str | None) -> str:
     if not runner_id:
         return DASH
     return ":".join(runner_id.split(":")[:2])
+
+
+# The server's Event Scheduler (jobtui.core.events): an event's status and the
+# scheduler's state, by theme variable.
+EVENT_STATUS_VARIABLE: dict[str, str] = {
+    "ENABLED": "success",
+    "DISABLED": "foreground-muted",
+    "SLAVESIDE_DISABLED": "warning",
+}
+
+SCHEDULER_VARIABLE: dict[str, str] = {"ON": "success", "OFF": "warning", "DISABLED": "error"}
+
+
+def event_schedule_text(
+    kind: str, value: str | None, field: str | None, at: datetime | None
+) -> str:
+    """An event's schedule, short, for a column: ``every 5 MINUTE``, ``at 2026-12-03 14:00``
+    (UTC, as every time in the console)."""
+    if kind == "every":
+        return f"every {(value or '?').strip(chr(39))} {field or '?'}"
+    return f"at {at.strftime('%Y-%m-%d %H:%M')}" if at is not None else "at ?"

@@ -15,6 +15,7 @@ from datetime import datetime
 from textual.message import Message
 
 from jobtui.console.widgets.job_cells import Prepared
+from jobtui.core.events import Event, EventList
 from jobtui.core.model import Job, Run
 from jobtui.core.store import RunnerInfo
 
@@ -89,6 +90,39 @@ class RunnersChanged(Message):
 
 
 @dataclass
+class EventsLoaded(Message):
+    """The server's events and its Event Scheduler's state, as read (events screen, or the
+    app's one read at start). Posted to the events screen, it bubbles on to the app, which
+    keeps the scheduler's state for the status line.
+
+    ``final``: no events can ever be listed here (SQLite): stop asking.
+    """
+
+    listing: EventList | None
+    error: str | None = None
+    final: bool = False
+
+
+@dataclass
+class EventChanged(Message):
+    """An operator enabled or disabled a server event; its new row."""
+
+    event: Event
+    verb: str
+
+
+@dataclass
+class EventAdopted(Message):
+    """An operator adopted a server event as a jobtui job."""
+
+    job: Job
+    event: str  # schema.name
+    keep_event: bool
+    notes: tuple[str, ...] = ()  # what adopt did and what is left to do (from the core)
+    left: Event | None = None  # the event as adopt left it
+
+
+@dataclass
 class JobsUpdated(Message, bubble=False):
     """From the app to the screen on top: rows the console now shows.
 
@@ -104,3 +138,13 @@ class JobsUpdated(Message, bubble=False):
 
 class ClockTicked(Message, bubble=False):
     """From the app to the screen on top: a refresh period passed (advance shown times)."""
+
+
+@dataclass
+class EventsUpdated(Message, bubble=False):
+    """From the app to the screen on top: an operator changed a server event.
+
+    ``event``: its new row, when the change returned one; read the list again anyway.
+    """
+
+    event: Event | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from jobtui.core.events import Event
 from jobtui.core.model import Job
 
 
@@ -37,3 +38,9 @@ class Console(Protocol):
 
     def edit_job(self, job: Job | None) -> None:
         """Open the form for a new job (None) or to change ``job``."""
+
+    def switch_event(self, event: Event, enabled: bool) -> None:
+        """Enable (True) or disable a server event."""
+
+    def adopt_event(self, event: Event) -> None:
+        """Ask, then adopt a server event as a jobtui job."""

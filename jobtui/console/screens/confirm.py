@@ -73,3 +73,37 @@ class QuitScreen(ModalScreen[str | None]):
 
     def action_choose(self, choice: str | None) -> None:
         self.dismiss(choice)
+
+
+class AdoptScreen(ModalScreen[str | None]):
+    """Adopt a server event as a jobtui job: take over from it, keep it for now, or cancel.
+
+    Dismisses with "adopt", "keep" or None.
+    """
+
+    BINDINGS = [
+        Binding("y", "choose('adopt')", "Adopt, disable the event", id="adopt"),
+        Binding("k", "choose('keep')", "Adopt, keep the event", id="keep"),
+        Binding("n,escape", "choose(None)", "Cancel", id="cancel"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__(classes="dialog-screen")
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.question, classes="question")
+            with Horizontal(classes="buttons"):
+                yield Button("Adopt \\[y]", variant="error", id="adopt")
+                yield Button("Adopt, keep event \\[k]", variant="primary", id="keep")
+                yield Button("Cancel \\[n]", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#cancel", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(None if event.button.id == "cancel" else event.button.id)
+
+    def action_choose(self, choice: str | None) -> None:
+        self.dismiss(choice)

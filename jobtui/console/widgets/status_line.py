@@ -1,4 +1,5 @@
-"""The status line: database, connection, runners, counts by status, the clock."""
+"""The status line: database, connection, runners, counts by status, the server's Event
+Scheduler, the clock."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ class StatusLine(Static):
         counts: Mapping[Status, int],
         clock: str,
         read_only: bool,
+        scheduler: str | None = None,
     ) -> None:
         parts = [f"{escape(clock)} │ [b]{escape(fmt.short_url(url))}[/]"]
         parts.append("[$success]● connected[/]" if connected else "[b $error]○ reconnecting…[/]")
@@ -41,6 +43,9 @@ class StatusLine(Static):
             if counts.get(s)
         ]
         parts.append(", ".join(by_status) if by_status else "no jobs")
+        if scheduler is not None:  # the server's Event Scheduler (MySQL/MariaDB only)
+            colour = fmt.SCHEDULER_VARIABLE.get(scheduler, "warning")
+            parts.append(f"│ event scheduler [${colour}]{escape(scheduler)}[/]")
         markup = " ".join(parts)
         if markup != self._shown:
             self._shown = markup
