@@ -19,6 +19,8 @@ import pytest
 import test_console_flow
 from conftest import admin_connection
 from test_console import console, notices, settle, wait_for
+from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from jobtui.console.app import JobtuiApp, make_app
 from jobtui.console.screens.confirm import AdoptScreen
@@ -204,6 +206,24 @@ async def test_e_disables_and_enables_the_event(mariadb_url: str) -> None:
 
 
 @pytest.mark.mariadb
+async def test_a_status_that_grows_widens_its_column(mariadb_url: str) -> None:
+    """Only ENABLED events at first: DISABLED, once switched, is shown whole, not cut to
+    the column's first width ("DISABLE")."""
+    schema = make_events(mariadb_url)
+    conn = admin_connection(schema)
+    with conn.cursor() as cur:
+        cur.execute("DROP EVENT once_off")
+    conn.close()
+    async with console(mariadb_url) as (app, pilot, _store):
+        screen = await open_events(app, pilot, schema)
+        table = screen.query_one("#event-table", DataTable)
+        await select_event(app, pilot, f"{schema}.purge_old")
+        await pilot.press("e")
+        await settle(app, pilot)
+        await wait_for(pilot, lambda: cells(app, f"{schema}.purge_old")["status"] == "DISABLED")
+        assert table.columns[ColumnKey("status")].content_width >= len("DISABLED")
+
+
 async def test_adopt_asks_first_and_cancel_changes_nothing(mariadb_url: str) -> None:
     schema = make_events(mariadb_url)
     async with console(mariadb_url) as (app, pilot, store):

@@ -243,7 +243,7 @@ class EventsScreen(Screen[None]):
             else:
                 for column, before, after in zip(column_keys, old, cells, strict=True):
                     if _plain(before) != _plain(after) or _style(before) != _style(after):
-                        table.update_cell(key, column, after)
+                        table.update_cell(key, column, after, update_width=True)
             self._cells[key] = cells
         if added:
             table.sort("schema", "event", key=lambda cells: (cells[0].plain, cells[1].plain))
