@@ -39,7 +39,21 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(answer)
 
 
-class QuitScreen(ModalScreen[str | None]):
+class _ChoiceScreen(ModalScreen[str | None]):
+    """A question with a few answers: dismisses with the chosen button's id, or None on
+    cancel (the button ``#cancel``, focused first so that Enter never acts)."""
+
+    def on_mount(self) -> None:
+        self.query_one("#cancel", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(None if event.button.id == "cancel" else event.button.id)
+
+    def action_choose(self, choice: str | None) -> None:
+        self.dismiss(choice)
+
+
+class QuitScreen(_ChoiceScreen):
     """Runs are in flight here: wait for them, abort them, or stay."""
 
     BINDINGS = [
@@ -65,17 +79,8 @@ class QuitScreen(ModalScreen[str | None]):
                 yield Button("Abort them \\[a]", variant="error", id="abort")
                 yield Button("Cancel \\[c]", id="cancel")
 
-    def on_mount(self) -> None:
-        self.query_one("#cancel", Button).focus()
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(None if event.button.id == "cancel" else event.button.id)
-
-    def action_choose(self, choice: str | None) -> None:
-        self.dismiss(choice)
-
-
-class AdoptScreen(ModalScreen[str | None]):
+class AdoptScreen(_ChoiceScreen):
     """Adopt a server event as a jobtui job: take over from it, keep it for now, or cancel.
 
     Dismisses with "adopt", "keep" or None.
@@ -98,12 +103,3 @@ class AdoptScreen(ModalScreen[str | None]):
                 yield Button("Adopt \\[y]", variant="error", id="adopt")
                 yield Button("Adopt, keep event \\[k]", variant="primary", id="keep")
                 yield Button("Cancel \\[n]", id="cancel")
-
-    def on_mount(self) -> None:
-        self.query_one("#cancel", Button).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(None if event.button.id == "cancel" else event.button.id)
-
-    def action_choose(self, choice: str | None) -> None:
-        self.dismiss(choice)
