@@ -193,7 +193,8 @@ def test_a_stopped_sqlite_worker_keeps_its_job_until_it_resumes(
     """
     store = open_store(sqlite_url)
     make_demo(store)  # the demo.* actions: a demo database
-    store.submit("nap", What("action", "demo.sleep", ("5",)), make_schedule("every", every=1))
+    # Long enough to be still running when b is up and a is stopped, on a loaded machine too.
+    store.submit("nap", What("action", "demo.sleep", ("10",)), make_schedule("every", every=1))
     timeout = 2.0
     a = spawn(workers, sqlite_url, tmp_path, "a", threads=1, poll=0.5, heartbeat_timeout=timeout)
     assert wait_for(lambda: store.get("nap").running, 20)
