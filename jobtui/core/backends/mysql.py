@@ -14,7 +14,7 @@ from sqlalchemy import Table, select, text
 from sqlalchemy.engine import URL, Connection, Engine, RootTransaction
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from jobtui.core import actions, db, routines, schema
+from jobtui.core import actions, db, routines, schema, sqlapi
 from jobtui.core.backends import mysql_batch as sql
 from jobtui.core.backends import mysql_events
 from jobtui.core.backends.base import Backend, FinishRow, PlanClaim, RunOutcome
@@ -250,6 +250,7 @@ class MySQLBackend(Backend):
     def after_schema(self) -> None:
         schema.ensure_lock_key(self.engine)
         schema.ensure_views(self.engine)
+        sqlapi.ensure_sql_api(self.engine)
 
     # ---------------------------------------------------------------- the server's events
 

@@ -1,0 +1,57 @@
+"""The SQL interface with DBMS_JOB's shape (MySQL/MariaDB): procedures and views.
+
+`jobtui init` installs it in the jobtui database through
+``ensure_sql_api``; it is recreated whenever its text changes (a digest is
+kept in jobtui_meta, as for the operators' views). docs/sql.md describes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
+
+from jobtui.core import schema
+from jobtui.core.dberrors import PERMISSION_ERRORS, error_code
+from jobtui.core.sqlapi import procedures, views
+
+SQL_API_KEY = "sql_api"  # jobtui_meta: a digest of the SQL interface's DDL
+
+
+def statements(schema_name: str, *, definer_role: bool) -> list[str]:
+    """Every statement that (re)creates the SQL interface, in order."""
+    return [
+        *views.statements(schema_name, definer_role=definer_role),
+        *procedures.statements(schema_name, definer_role=definer_role),
+    ]
+
+
+def ensure_sql_api(engine: Engine) -> bool:
+    """(Re)create the SQL interface when missing or outdated; False if not allowed.
+
+    Like the operators' views (``schema.ensure_views``): an account that may not
+    create routines and views (a runner) leaves them as they are.
+    """
+    with engine.connect() as conn:
+        role, database = conn.execute(text("SELECT CURRENT_ROLE(), DATABASE()")).one()
+        definer_role = role is not None and role == schema.admin_role(str(database))
+        wanted = statements(str(database), definer_role=definer_role)
+        digest = hashlib.sha256("\n;\n".join(wanted).encode()).hexdigest()
+        stored = conn.execute(schema.select_meta(SQL_API_KEY)).scalar()
+        conn.rollback()
+        if stored == digest:
+            return True
+        try:
+            for statement in wanted:
+                conn.exec_driver_sql(statement)
+            conn.execute(schema.meta.delete().where(schema.meta.c.key == SQL_API_KEY))
+            conn.execute(schema.meta.insert().values(key=SQL_API_KEY, value=digest))
+            conn.commit()
+        except DBAPIError as exc:
+            if error_code(exc) in PERMISSION_ERRORS:
+                conn.rollback()
+                return False
+            raise
+    return True
