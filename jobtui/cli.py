@@ -361,9 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = verb("export", "print job definitions (for import)")
     p.add_argument(
         "--format",
-        choices=("json", "yaml"),
+        choices=("json", "yaml", "sql"),
         default="json",
-        help="output format (default json)",
+        help="output format (default json); sql: the CALLs that recreate the jobs",
     )
     p.add_argument("--all", action="store_true", help="every owner's jobs")
 
@@ -1083,6 +1083,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     with _store(args) as store:
         if args.all:
             store.require_all()
+        if args.format == "sql":
+            return _export_sql(store, all_owners=args.all)
         jobs = store.export(all_owners=args.all)
     if args.format == "yaml":
         import yaml
@@ -1090,6 +1092,19 @@ def cmd_export(args: argparse.Namespace) -> int:
         sys.stdout.write(yaml.safe_dump(jobs, sort_keys=False, allow_unicode=True))
     else:
         _print_json(jobs)
+    return EXIT_OK
+
+
+def _export_sql(store: JobStore, *, all_owners: bool) -> int:
+    from jobtui.core.transfer import export_sql
+
+    text, skipped = export_sql(store, all_owners=all_owners)
+    sys.stdout.write(text)
+    if skipped:
+        print(
+            f"{PROG}: {skipped} job(s) left out of the SQL export: see its comments",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 

@@ -80,6 +80,8 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
     """The statements that make ``account`` a jobtui operator, admin or runner of ``database``."""
     from jobtui.core.errors import InvalidInput
     from jobtui.core.model import quote_identifier
+    from jobtui.core.sqlapi import calls
+    from jobtui.core.sqlapi import views as sqlapi_views
 
     if kind not in KINDS:
         raise InvalidInput(f"invalid kind {kind!r}: accepted are {', '.join(KINDS)}")
@@ -101,6 +103,9 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
             # the job's own routines, made by the operator's session (routines.py)
             f"GRANT CREATE ROUTINE ON {escaped}.* TO `{role}`",
         ]
+        # the SQL interface's views of its own jobs (docs/sql.md); never dba_jobs*
+        grants += [f"GRANT SELECT ON {on(v)} TO `{role}`" for v in sqlapi_views.OPERATOR_VIEWS]
+        grants += [f"GRANT EXECUTE ON PROCEDURE {on(calls.USER_EXPORT)} TO `{role}`"]
     elif kind == "admin":
         # No EXECUTE here: MariaDB checks a DEFINER routine's EXECUTE for its definer
         # without the definer's roles, and automatic_sp_privileges grants the creator
@@ -109,6 +114,8 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
             "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP, CREATE VIEW, "
             f"SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE ON {escaped}.* TO `{role}`",
         ]
+        # user_export of its own jobs: EXECUTE on this one procedure, never on the schema
+        grants += [f"GRANT EXECUTE ON PROCEDURE {on(calls.USER_EXPORT)} TO `{role}`"]
     else:
         grants = [
             f"GRANT SELECT, INSERT, UPDATE, DELETE ON {on(t.name)} TO `{role}`"

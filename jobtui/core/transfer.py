@@ -71,6 +71,32 @@ def export_jobs(store: JobStore, *, all_owners: bool = False) -> list[dict[str, 
     return out
 
 
+def export_sql(store: JobStore, *, all_owners: bool = False) -> tuple[str, int]:
+    """``jobtui export --format sql``: the CALLs that recreate the jobs, and how many were left out.
+
+    One ``user_export`` CALL per job, ``;``-terminated, in ``export_jobs``' order.
+    A job the SQL interface cannot submit (an action, a row with a problem) is a
+    one-line comment instead: its text is escaped, so no row can end the comment.
+    """
+    from jobtui.core.sqlapi.calls import NotExpressible, comment_text, recreate_call
+
+    jobs = store.list_jobs(all_owners=all_owners)
+    lines = [
+        f"-- jobtui export --format sql: the CALLs that recreate {len(jobs)} job(s) in a jobtui",
+        "-- database on MySQL/MariaDB, for the account that runs them (docs/sql.md), e.g.",
+        "--   mariadb DATABASE < jobs.sql",
+        "-- Not carried: description, max failures, disabled (use the JSON export for those).",
+    ]
+    skipped = 0
+    for job in jobs:
+        try:
+            lines.append(recreate_call(job) + ";")
+        except NotExpressible as exc:
+            skipped += 1
+            lines.append(comment_text(f"-- job {job.name!r} left out: {exc}"))
+    return "\n".join(lines) + "\n", skipped
+
+
 def import_jobs(store: JobStore, data: Any) -> tuple[int, int]:
     """``JobStore.import_jobs``: create or change jobs from ``export`` output."""
     store.check_writable()

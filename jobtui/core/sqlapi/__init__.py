@@ -15,7 +15,7 @@ from sqlalchemy.exc import DBAPIError
 
 from jobtui.core import schema
 from jobtui.core.dberrors import PERMISSION_ERRORS, error_code
-from jobtui.core.sqlapi import procedures, views
+from jobtui.core.sqlapi import calls, procedures, views
 
 SQL_API_KEY = "sql_api"  # jobtui_meta: a digest of the SQL interface's DDL
 
@@ -25,6 +25,7 @@ def statements(schema_name: str, *, definer_role: bool) -> list[str]:
     return [
         *views.statements(schema_name, definer_role=definer_role),
         *procedures.statements(schema_name, definer_role=definer_role),
+        *calls.statements(schema_name, definer_role=definer_role),
     ]
 
 
