@@ -534,3 +534,44 @@ def test_operators_are_granted_the_user_views_only() -> None:
     admin = grant_statements("admin", "eve", "ops")
     assert "GRANT EXECUTE ON PROCEDURE `ops`.`user_export` TO `jobtui_admin_ops`" in admin
     assert not [s for s in admin if "EXECUTE ON `ops`" in s]  # never on the schema
+
+
+@pytest.mark.mariadb
+def test_views_and_user_export_made_by_an_admin_role_still_show_each_caller_its_own(
+    server: Server, stores: dict[str, JobStore], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`jobtui init` by an admin recreates them with DEFINER = its role; the grants stay."""
+    alice, bob = stores["alice"], stores["bob"]
+    alice.submit("a-job", What("sql", "DO 1"), make_schedule("every", every=60))
+    bob.submit("b-job", What("sql", "DO 1"), make_schedule("every", every=60))
+    root = admin_connection(server.database)
+    try:
+        with root.cursor() as cur:
+            cur.execute("DELETE FROM jobtui_meta WHERE `key` = 'sql_api'")
+        assert main(["--db", server.url_for("adm"), "init"]) == 0
+        capsys.readouterr()
+        with root.cursor() as cur:
+            cur.execute(
+                "SELECT TABLE_NAME, DEFINER FROM information_schema.VIEWS "
+                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE '%%jobs%%'"
+            )
+            found = dict(cur.fetchall())
+            cur.execute(
+                "SELECT DEFINER FROM information_schema.ROUTINES "
+                "WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'user_export'"
+            )
+            proc_definer = cur.fetchone()[0]  # type: ignore[index]
+    finally:
+        root.close()
+    role = f"jobtui_admin_{server.database}@"
+    assert found == dict.fromkeys(
+        ("user_jobs", "dba_jobs", "user_jobs_running", "dba_jobs_running"), role
+    )
+    assert proc_definer == role.rstrip("@")  # (routines show a role without the @)
+    assert [r["name"] for r in _rows(server, "alice", "SELECT name FROM user_jobs")] == ["a-job"]
+    assert [r["name"] for r in _rows(server, "bob", "SELECT name FROM user_jobs")] == ["b-job"]
+    job = alice.get("a-job")
+    assert _user_export(server, "alice", job.id) == calls.recreate_call(job)
+    with pytest.raises(pymysql.err.MySQLError, match="not one of your jobs"):
+        _user_export(server, "bob", job.id)
+    assert len(_rows(server, "adm", "SELECT job FROM dba_jobs")) == 2
