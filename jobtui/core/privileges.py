@@ -100,12 +100,13 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
             f"GRANT SELECT ON {on(schema.USER_RUN_VIEW)} TO `{role}`",
             f"GRANT SELECT ON {on(schema.meta.name)} TO `{role}`",
             f"GRANT SELECT ON {on(schema.runner.name)} TO `{role}`",
+            # the SQL interface's views of its own jobs (docs/sql.md), never dba_jobs*,
+            # and user_export of its own jobs (EXECUTE on that procedure only)
+            *(f"GRANT SELECT ON {on(v)} TO `{role}`" for v in sqlapi_views.OPERATOR_VIEWS),
+            f"GRANT EXECUTE ON PROCEDURE {on(calls.USER_EXPORT)} TO `{role}`",
             # the job's own routines, made by the operator's session (routines.py)
             f"GRANT CREATE ROUTINE ON {escaped}.* TO `{role}`",
         ]
-        # the SQL interface's views of its own jobs (docs/sql.md); never dba_jobs*
-        grants += [f"GRANT SELECT ON {on(v)} TO `{role}`" for v in sqlapi_views.OPERATOR_VIEWS]
-        grants += [f"GRANT EXECUTE ON PROCEDURE {on(calls.USER_EXPORT)} TO `{role}`"]
     elif kind == "admin":
         # No EXECUTE here: MariaDB checks a DEFINER routine's EXECUTE for its definer
         # without the definer's roles, and automatic_sp_privileges grants the creator
@@ -113,9 +114,9 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
         grants = [
             "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP, CREATE VIEW, "
             f"SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE ON {escaped}.* TO `{role}`",
+            # user_export of its own jobs: EXECUTE on this one procedure, never the schema
+            f"GRANT EXECUTE ON PROCEDURE {on(calls.USER_EXPORT)} TO `{role}`",
         ]
-        # user_export of its own jobs: EXECUTE on this one procedure, never on the schema
-        grants += [f"GRANT EXECUTE ON PROCEDURE {on(calls.USER_EXPORT)} TO `{role}`"]
     else:
         grants = [
             f"GRANT SELECT, INSERT, UPDATE, DELETE ON {on(t.name)} TO `{role}`"
