@@ -575,3 +575,52 @@ def test_views_and_user_export_made_by_an_admin_role_still_show_each_caller_its_
     with pytest.raises(pymysql.err.MySQLError, match="not one of your jobs"):
         _user_export(server, "bob", job.id)
     assert len(_rows(server, "adm", "SELECT job FROM dba_jobs")) == 2
+
+
+@pytest.mark.mariadb
+def test_rows_written_by_hand_break_no_view_and_no_call(
+    server: Server, stores: dict[str, JobStore], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every row is untrusted input: alice's hand-written values (through her view) neither
+    break the admin's dba_jobs nor get out of user_export's literals."""
+    alice = stores["alice"]
+    mine = _alice_jobs(server, alice)
+    hostile = {
+        "call-job": {"what_args": "not json"},
+        "sql-job": {"name": "x', 'y');\nDROP TABLE t; -- \\"},
+        "expr-job": {"what_kind": "call", "what_target": "a.b", "what_args": '[1, null, {"a": 1}]'},
+    }
+    conn = server.raw("alice")
+    try:
+        with conn.cursor() as cur:
+            for name, values in hostile.items():
+                sets = ", ".join(f"`{column}` = %s" for column in values)
+                cur.execute(
+                    f"UPDATE jobtui_user_job SET {sets} WHERE id = %s",
+                    (*values.values(), mine[name].id),
+                )
+    finally:
+        conn.close()
+    rows = {r["job"]: r for r in _rows(server, "adm", "SELECT * FROM dba_jobs")}
+    assert rows[mine["call-job"].id]["what"] == f"CALL {server.database}.p()"
+    assert rows[mine["expr-job"].id]["what"] == "CALL a.b('1', 'null', '{\"a\": 1}')"
+    assert _rows(server, "alice", "SELECT job FROM user_jobs WHERE what IS NULL") == []
+    # the CALL's literals hold exactly the row's values: nothing gets out of its quotes
+    mycall = _user_export(server, "alice", mine["sql-job"].id)
+    assert mycall.startswith("CALL submit_job(@job, ") and "\n" not in mycall
+    values = _rows(server, "alice", "SELECT " + mycall.removeprefix("CALL submit_job(@job, ")[:-1])[
+        0
+    ]
+    assert list(values.values())[:3] == [
+        hostile["sql-job"]["name"],
+        calls.what_text(mine["sql-job"].what),
+        calls.schedule_text(mine["sql-job"].schedule),
+    ]
+    # the command line leaves the rows it refuses out, as one comment line each
+    code = main(["--db", server.url_for("alice"), "export", "--format", "sql"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "job(s) left out of the SQL export" in err
+    assert all(line.startswith(("-- ", "CALL submit_job(@job, ")) for line in out.splitlines())
+    assert "DROP TABLE t" not in "".join(
+        line for line in out.splitlines() if not line.startswith("-- ")
+    )
