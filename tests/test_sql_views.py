@@ -256,6 +256,7 @@ def _user_export(server: Server, key: str, job_id: Any) -> str:
     conn = server.raw(key)
     try:
         with conn.cursor() as cur:
+            cur.execute("SET time_zone = '+05:00'")  # the text must not depend on it
             cur.execute("CALL user_export(%s, @c)", (job_id,))
             cur.execute("SELECT @c")
             return str(cur.fetchone()[0])  # type: ignore[index]
@@ -332,6 +333,10 @@ def test_sql_literal_is_the_servers_quote_byte_for_byte(server: Server) -> None:
                 f"SELECT {calls.literal_sql('CAST(%s AS DATETIME(6))')}", ("2027-01-02 03:04:05.6",)
             )
             assert cur.fetchone()[0] == calls.sql_literal(START)  # type: ignore[index]
+            # every's seconds: CAST(DOUBLE AS CHAR) is calls.number_text
+            for seconds in (0.1, 1 / 3, 0.1 + 0.2, 90.5, 60.0, 3155760000.0, 123456.789):
+                cur.execute("SELECT CAST(CAST(%s AS DOUBLE) AS CHAR)", (seconds,))
+                assert cur.fetchone()[0] == calls.number_text(seconds), seconds  # type: ignore[index]
             cur.execute(f"SELECT {calls.literal_sql('NULL')}")
             assert cur.fetchone()[0] == calls.sql_literal(None) == "NULL"  # type: ignore[index]
     finally:
