@@ -580,6 +580,12 @@ def test_views_and_user_export_made_by_an_admin_role_still_show_each_caller_its_
     with pytest.raises(pymysql.err.MySQLError, match="not one of your jobs"):
         _user_export(server, "bob", job.id)
     assert len(_rows(server, "adm", "SELECT job FROM dba_jobs")) == 2
+    # --all: every owner's jobs as CALLs (for the admin), refused to an operator
+    lines = _export_sql(capsys, server.url_for("adm"), "--all")
+    assert [line.split("'")[1] for line in lines if line.startswith("CALL ")] == ["a-job", "b-job"]
+    code = main(["--db", server.url_for("alice"), "export", "--format", "sql", "--all"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and "needs an admin account" in err
 
 
 @pytest.mark.mariadb
