@@ -32,7 +32,7 @@ from jobtui.core.jobdefs import UNSET
 from jobtui.core.model import Job, Run, What, check_job_name
 from jobtui.core.store import JobStore, RunnerInfo, open_store
 from jobtui.core.timeutil import aware, iso, parse_when
-from jobtui.core.transitions import halted_reason
+from jobtui.core.transitions import halted_reason, status_marks
 
 PROG = "jobtui"
 DEBUG_VAR = "JOBTUI_DEBUG"
@@ -832,6 +832,8 @@ def cmd_steer(args: argparse.Namespace) -> int:
     line += f" (status {job.status.value})"
     if args.command == "abort" and job.abort_requested:
         line += "; the run in flight is being stopped"
+    if args.command in ("pause", "disable") and job.running:
+        line += "; the run in flight finishes, then no new run starts"
     if idle:
         line += "; no runner is alive: start `jobtui worker` or `jobtui console --runners N`"
     _print(line)
@@ -920,6 +922,14 @@ def cmd_list(args: argparse.Namespace) -> int:
             row.insert(0, j.owner)
         rows.append(row)
     _print(table(headers, rows))
+    marked = [(j, marks) for j in jobs if (marks := status_marks(j))]
+    if marked:
+        # after the table, as the problems below: STATUS keeps its one documented word
+        _print()
+        _print(f"{len(marked)} job(s) with more than their STATUS shows:")
+        for j, marks in marked:
+            who = f"{j.owner} " if args.all else ""
+            _print(f"  {who}{j.name}: {', '.join(marks)}")
     troubled = [j for j in jobs if j.problem]
     if troubled:
         # after the table: the documented columns stay as they are
