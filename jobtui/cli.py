@@ -28,11 +28,12 @@ from jobtui.core import schema
 from jobtui.core.db import ENV_VAR, mask_text, mask_url, resolve_url
 from jobtui.core.dberrors import translate_db_error
 from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobtuiError
+from jobtui.core.expressions import why_no_runs
 from jobtui.core.jobdefs import UNSET
 from jobtui.core.model import Job, Run, What, check_job_name
 from jobtui.core.store import JobStore, RunnerInfo, open_store
 from jobtui.core.timeutil import aware, iso, parse_when
-from jobtui.core.transitions import halted_reason, status_marks
+from jobtui.core.transitions import status_marks
 
 PROG = "jobtui"
 DEBUG_VAR = "JOBTUI_DEBUG"
@@ -968,14 +969,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     width = max(len(k) for k, _ in fields)
     for key, value in fields:
         _print(f"{key.ljust(width)}  {_plain(value)}")
-    halted = (job.problem and "the job's row has a problem, see above") or halted_reason(
-        intent=job.intent, broken=job.broken, phase=job.phase
-    )
-    _print(
-        "upcoming (UTC):"
-        if upcoming
-        else f"upcoming: none ({halted or 'no further run is scheduled'})"
-    )
+    # the same words as the console's details and edit form (expressions.why_no_runs)
+    none = why_no_runs(job) + (", see above" if job.problem else "")
+    _print("upcoming (UTC):" if upcoming else f"upcoming: none ({none})")
     for t in upcoming:
         _print(f"  {_time(t)}")
     return EXIT_OK
