@@ -489,7 +489,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_events.add_verb(verb, lambda p: _db_option(p, top=False))
 
-    p = verb("run", "run one job's schedule in the foreground (the seed's job$run)")
+    p = verb("run", "run one job's schedule in the foreground until it ends")
+    p.description = (
+        "Run one job's schedule in the foreground, like the job$run loop of a "
+        "stored-procedure job runner: hold the job's lock, run each due slot and run-now "
+        "request, and stop when the schedule has no more slots (exit 0), the job is "
+        "aborted or removed (exit 3), or on Ctrl-C (exit 130; a run in flight is aborted)."
+    )
     p.add_argument("name", metavar="NAME")
 
     p = verb("console", "the operator console (the default verb)")
