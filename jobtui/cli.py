@@ -28,11 +28,12 @@ from jobtui.core import schema
 from jobtui.core.db import ENV_VAR, mask_text, mask_url, resolve_url
 from jobtui.core.dberrors import translate_db_error
 from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobtuiError
+from jobtui.core.expressions import why_no_runs
 from jobtui.core.jobdefs import UNSET
 from jobtui.core.model import Job, Run, What, check_job_name
 from jobtui.core.store import JobStore, RunnerInfo, open_store
 from jobtui.core.timeutil import aware, iso, parse_when
-from jobtui.core.transitions import halted_reason
+from jobtui.core.transitions import status_marks
 
 PROG = "jobtui"
 DEBUG_VAR = "JOBTUI_DEBUG"
@@ -488,7 +489,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_events.add_verb(verb, lambda p: _db_option(p, top=False))
 
-    p = verb("run", "run one job's schedule in the foreground (the seed's job$run)")
+    p = verb("run", "run one job's schedule in the foreground until it ends")
+    p.description = (
+        "Run one job's schedule in the foreground, like the job$run loop of a "
+        "stored-procedure job runner: hold the job's lock, run each due slot and run-now "
+        "request, and stop when the schedule has no more slots (exit 0), the job is "
+        "aborted or removed (exit 3), or on Ctrl-C (exit 130; a run in flight is aborted)."
+    )
     p.add_argument("name", metavar="NAME")
 
     p = verb("console", "the operator console (the default verb)")
@@ -832,6 +839,8 @@ def cmd_steer(args: argparse.Namespace) -> int:
     line += f" (status {job.status.value})"
     if args.command == "abort" and job.abort_requested:
         line += "; the run in flight is being stopped"
+    if args.command in ("pause", "disable") and job.running:
+        line += "; the run in flight finishes, then no new run starts"
     if idle:
         line += "; no runner is alive: start `jobtui worker` or `jobtui console --runners N`"
     _print(line)
@@ -920,6 +929,14 @@ def cmd_list(args: argparse.Namespace) -> int:
             row.insert(0, j.owner)
         rows.append(row)
     _print(table(headers, rows))
+    marked = [(j, marks) for j in jobs if (marks := status_marks(j))]
+    if marked:
+        # after the table, as the problems below: STATUS keeps its one documented word
+        _print()
+        _print(f"{len(marked)} job(s) with more than their STATUS shows:")
+        for j, marks in marked:
+            who = f"{j.owner} " if args.all else ""
+            _print(f"  {who}{j.name}: {', '.join(marks)}")
     troubled = [j for j in jobs if j.problem]
     if troubled:
         # after the table: the documented columns stay as they are
@@ -958,14 +975,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     width = max(len(k) for k, _ in fields)
     for key, value in fields:
         _print(f"{key.ljust(width)}  {_plain(value)}")
-    halted = (job.problem and "the job's row has a problem, see above") or halted_reason(
-        intent=job.intent, broken=job.broken, phase=job.phase
-    )
-    _print(
-        "upcoming (UTC):"
-        if upcoming
-        else f"upcoming: none ({halted or 'no further run is scheduled'})"
-    )
+    # the same words as the console's details and edit form (expressions.why_no_runs)
+    none = why_no_runs(job) + (", see above" if job.problem else "")
+    _print("upcoming (UTC):" if upcoming else f"upcoming: none ({none})")
     for t in upcoming:
         _print(f"  {_time(t)}")
     return EXIT_OK

@@ -97,7 +97,8 @@ def finish_values(
     manual: bool,
     shutdown: bool = False,
 ) -> dict[str, Any]:
-    """The job row's new state after a run (the seed's and DBMS_JOB's bookkeeping)."""
+    """The job row's new state after a run: outcome, cycles, failures, broken, next run
+    (DBMS_JOB's bookkeeping, with the latest run's start and end)."""
     duration = max(0.0, (finished - started).total_seconds())
     broken = job.broken
     failures = job.failures

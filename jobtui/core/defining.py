@@ -23,6 +23,7 @@ from jobtui.core.jobdefs import (
     check_description,
     check_max_failures,
     merge_schedule,
+    rearmed,
     removal_pending,
 )
 from jobtui.core.model import Intent, Job, Schedule, What, check_job_name
@@ -230,15 +231,10 @@ def _change_row(
             values["intent"] = (Intent.DISABLED if disabled else Intent.ENABLED).value
         if schedule_changed:
             values.update(schedule_columns(schedule))
-            values["schedule_anchor"] = to_db(schedule.start or now)
-            next_run = first_run(schedule, now)
+            # the same as the edit form's preview (jobdefs.as_changed)
+            anchor, next_run, values["phase"] = rearmed(schedule, row.phase, now)
+            values["schedule_anchor"] = to_db(anchor)
             values["next_run"] = to_db(next_run)
-            if next_run is None:
-                values["phase"] = "FINISHED"
-            elif row.phase == "FINISHED":
-                values["phase"] = "ENABLED"
-            else:
-                values["phase"] = row.phase
         # the intent and broken flag as read (a value that does not validate reads
         # as DISABLED, broken), running and phase as they are in the row
         values["status"] = status_after(row, {"intent": job.intent, "broken": job.broken, **values})

@@ -95,7 +95,7 @@ class Event:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``--json`` row (the issue's fields, then the rest)."""
+        """The ``--json`` row (docs/cli.md lists its fields)."""
         return {
             "schema": self.schema,
             "name": self.name,

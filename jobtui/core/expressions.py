@@ -16,6 +16,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from jobtui.core import bookkeeping, routines
 from jobtui.core.dberrors import short_error, translate_db_error
 from jobtui.core.errors import DatabaseUnavailable, InvalidInput, PermissionDenied
+from jobtui.core.jobdefs import as_changed
 from jobtui.core.model import Job, Schedule, Status
 from jobtui.core.schedules import first_run, upcoming
 from jobtui.core.timeutil import aware
@@ -103,6 +104,29 @@ def preview(store: JobStore, job: Job, n: int = 5) -> list[datetime]:
         anchor=bookkeeping.anchor(job),
         finished=job.status is Status.FINISHED,
     )
+
+
+def preview_change(
+    store: JobStore, job: Job | None, schedule: Schedule, n: int = 5
+) -> list[datetime]:
+    """``JobStore.preview_change``: the next ``n`` run times of ``job`` once its schedule is
+    ``schedule``, or of a new job with it (``job`` None): what ``show`` lists once the edit
+    form has saved it. ``preview`` of the job as ``change`` leaves it (``as_changed``), so a
+    paused, disabled or broken job has none, as in ``show``."""
+    if job is None:  # as submit arms a new job: first slot from now, grid from start or now
+        return preview_schedule(store, schedule, n)
+    return preview(store, as_changed(job, schedule, store.now()), n)
+
+
+def why_no_runs(job: Job | None) -> str:
+    """Why ``preview`` of ``job`` is empty, in words (``show``, details, the edit form)."""
+    if job is not None and job.problem:
+        return "the job's row has a problem"
+    if job is not None:
+        halted = halted_reason(intent=job.intent, broken=job.broken, phase=job.phase)
+        if halted:
+            return halted
+    return "no further run is scheduled"
 
 
 def preview_schedule(

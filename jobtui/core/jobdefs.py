@@ -7,12 +7,14 @@ the store applies before writing.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from jobtui.core.errors import InvalidInput
-from jobtui.core.model import MAX_DESCRIPTION_LENGTH, Schedule, What, check_job_name
-from jobtui.core.schedules import make_schedule
+from jobtui.core.model import MAX_DESCRIPTION_LENGTH, Job, Schedule, What, check_job_name
+from jobtui.core.schedules import first_run, make_schedule
+from jobtui.core.transitions import derive_status
 
 DEFAULT_MAX_FAILURES = 16
 MAX_MAX_FAILURES = 1_000_000
@@ -95,6 +97,33 @@ def merge_schedule(
         new_tz = current.tz
     return make_schedule(
         new_kind, every=every, cron=cron, tz=new_tz, expr=expr, start=new_start, finish=new_finish
+    )
+
+
+def rearmed(schedule: Schedule, phase: str, now: datetime) -> tuple[datetime, datetime | None, str]:
+    """What a new schedule writes over a job at ``now``: the origin of its grid, its first
+    slot, and its phase (FINISHED when it has no slot; out of FINISHED when it has one).
+
+    ``change`` writes these; ``as_changed`` previews them.
+    """
+    next_run = first_run(schedule, now)
+    if next_run is None:
+        phase = "FINISHED"
+    elif phase == "FINISHED":
+        phase = "ENABLED"
+    return schedule.start or now, next_run, phase
+
+
+def as_changed(job: Job, schedule: Schedule, now: datetime) -> Job:
+    """``job`` as ``change`` would leave it at ``now`` with ``schedule`` (the edit form's):
+    itself when the schedule is the same, else re-armed from ``now``. Its intent, broken
+    flag and run in flight stay, so a paused, disabled or broken job stays halted."""
+    if schedule == job.schedule:
+        return job
+    anchor, next_run, phase = rearmed(schedule, job.phase, now)
+    status = derive_status(intent=job.intent, broken=job.broken, running=job.running, phase=phase)
+    return replace(
+        job, schedule=schedule, anchor=anchor, next_run=next_run, phase=phase, status=status
     )
 
 

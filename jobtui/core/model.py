@@ -17,7 +17,8 @@ from jobtui.core.errors import InvalidInput
 
 
 class Status(enum.StrEnum):
-    """The status column: the seed's set plus DBMS_JOB's BROKEN.
+    """The status column: what a stored-procedure job runner shows (ENABLED to
+    FINISHED) plus DBMS_JOB's BROKEN.
 
     Operator intent (``Job.intent``: ENABLED, DISABLED, PAUSED) and what a
     runner is doing (``Job.running``) are separate columns; ``status`` is the

@@ -222,7 +222,7 @@ def checked_interval(step: object) -> float:
 
     Never trust it in slot arithmetic: a zero, negative or NaN interval (a row
     written by hand) made ``next_slot`` walk backwards for ever, one runner
-    thread at 100 % CPU (issue #11, reproduction 5). Rows are checked when read
+    thread at 100 % CPU (attack 5 in docs/privileges.md). Rows are checked when read
     (jobtui.core.rows); this is the second guard.
     """
     if type(step) not in (float, int) or not MIN_EVERY <= step <= MAX_EVERY:  # type: ignore[operator]

@@ -88,7 +88,7 @@ job = Table(
     "jobtui_job",
     metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
-    # definition (the seed's columns)
+    # definition: whose job, what it runs, when
     Column("owner", String(190), nullable=False),
     Column("name", String(64), nullable=False),
     Column("description", String(2000), nullable=False, default=""),
@@ -131,7 +131,7 @@ job = Table(
     Column("last_duration", Double),
     Column("last_cycle_start", Timestamp),
     Column("last_cycle_finish", Timestamp),
-    # runner (the seed's runner columns)
+    # the runner executing it now
     Column("runner_id", String(190)),
     Column("runner_connection_id", BigInteger),
     Column("runner_start", Timestamp),

@@ -626,6 +626,14 @@ class JobStore:
         return expressions.preview(self, job, n)
 
     @db_errors
+    def preview_change(self, job: Job | None, schedule: Schedule, n: int = 5) -> list[datetime]:
+        """The next ``n`` run times of ``job`` with ``schedule`` (a new job's with ``job``
+        None), as ``preview`` lists them once ``change`` (or ``submit``) has written it:
+        the edit form's preview, so that it agrees with ``show`` (empty for a paused,
+        disabled or broken job; ``expressions.why_no_runs`` says why)."""
+        return expressions.preview_change(self, job, schedule, n)
+
+    @db_errors
     def preview_schedule(
         self,
         schedule: Schedule,

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from jobtui.core.model import Intent, Status
+from jobtui.core.model import Intent, Job, Status
 
 PHASES = ("ENABLED", "SLEEPING", "ERROR", "RESUMED", "ABORTED", "FINISHED")
 _PHASE_STATUS = {phase: Status(phase) for phase in PHASES}
@@ -112,3 +112,29 @@ def retry_time(failures: int, finished: datetime, next_regular: datetime | None)
     if next_regular is not None and next_regular < retry:
         return next_regular
     return retry
+
+
+def status_marks(job: Job) -> tuple[str, ...]:
+    """What the one status word hides and an operator must see, as plain words.
+
+    While a job runs its status is RUNNING whatever the operator asked
+    meanwhile; and PAUSED or DISABLED win over BROKEN. The words, in this
+    order: ``paused`` or ``disabled`` (running: the run in flight finishes,
+    then no new run starts), ``broken`` (the flag set while another status
+    shows), ``removing`` (removed while running: the run is being aborted and
+    the job is deleted when it ends) or else ``aborting`` (an abort is on its
+    way to the run in flight). The console appends them to the status cell;
+    ``jobtui list`` names them under its table.
+    """
+    marks: list[str] = []
+    if job.running and job.intent == Intent.PAUSED:
+        marks.append("paused")
+    elif job.running and job.intent == Intent.DISABLED:
+        marks.append("disabled")
+    if job.broken and job.status is not Status.BROKEN:
+        marks.append("broken")
+    if job.running and job.remove_requested:
+        marks.append("removing")
+    elif job.running and job.abort_requested:
+        marks.append("aborting")
+    return tuple(marks)

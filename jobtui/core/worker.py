@@ -1,6 +1,7 @@
 """The runner pool's two commands: ``jobtui worker`` (``worker_main``, a headless pool
 until SIGTERM/SIGINT) and ``jobtui run NAME`` (``run_foreground``, one job's schedule
-in the foreground, the seed's job$run), with their exit codes."""
+in the foreground, like a stored-procedure runner's job$run loop), with their exit
+codes."""
 
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ def worker_main(
 
 
 def run_foreground(store: JobStore, name: str, *, poll: float = DEFAULT_POLL) -> int:
-    """Run one job's schedule in the foreground (the seed's job$run, ``jobtui run NAME``).
+    """Run one job's schedule in the foreground (``jobtui run NAME``), holding its lock.
 
     Holds the job's lock for the whole session, runs each due slot (and
     run-now requests), and returns when the schedule has no more slots (0),

@@ -19,9 +19,9 @@ from jobtui.console import formatting as fmt
 from jobtui.console.messages import ClockTicked, DetailsLoaded, JobsUpdated
 from jobtui.console.screens.job_actions import JOB_BINDINGS, JobActions
 from jobtui.core.errors import JobtuiError
+from jobtui.core.expressions import why_no_runs
 from jobtui.core.model import Job
 from jobtui.core.store import JobStore
-from jobtui.core.transitions import halted_reason
 
 HISTORY_LIMIT = 50
 
@@ -166,12 +166,7 @@ class DetailsScreen(JobActions, Screen[None]):
             upcoming.update(Content.from_markup(f"[$error]{escape(message.error)}[/]"))
             return
         lines = ["[b]Next 5 runs[/]"]
-        job = self.job
-        halted = job and (
-            (job.problem and "the job's row has a problem")
-            or halted_reason(intent=job.intent, broken=job.broken, phase=job.phase)
-        )
-        none = f"none ({escape(halted)})" if halted else "none scheduled"
+        none = f"none ({escape(why_no_runs(self.job))})"
         lines += [f"{fmt.stamp(t)}" for t in message.upcoming] or [none]
         upcoming.update(Content.from_markup("\n".join(lines)))
         table = self.query_one("#history", DataTable)

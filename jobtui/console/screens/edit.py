@@ -21,7 +21,8 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from jobtui.console import formatting as fmt
 from jobtui.core.errors import InvalidInput, JobtuiError
-from jobtui.core.jobdefs import check_description, check_max_failures
+from jobtui.core.expressions import why_no_runs
+from jobtui.core.jobdefs import as_changed, check_description, check_max_failures
 from jobtui.core.model import Job, Schedule, What, check_job_name
 from jobtui.core.schedules import make_schedule
 from jobtui.core.store import JobStore
@@ -96,11 +97,14 @@ class EditScreen(ModalScreen[JobForm | None]):
     class Checked(Message):
         """The database's verdict on the current form (what exists, next runs)."""
 
-        def __init__(self, version: int, error: str | None, upcoming: list[datetime]) -> None:
+        def __init__(
+            self, version: int, error: str | None, upcoming: list[datetime], none: str = ""
+        ) -> None:
             super().__init__()
             self.version = version
             self.error = error
             self.upcoming = upcoming
+            self.none = none  # why ``upcoming`` is empty
 
     def __init__(self, store: JobStore, job: Job | None, *, read_only: bool = False) -> None:
         super().__init__(classes="dialog-screen", id="edit")
@@ -337,11 +341,13 @@ class EditScreen(ModalScreen[JobForm | None]):
         try:
             self.store.check_what(form.what, owner=self.job.owner if self.job else None)
             self.store.check_expr_schedule(form.schedule, self.store.now())
-            upcoming = self.store.preview_schedule(form.schedule, 5)
+            # the job as saving the form leaves it, previewed as `show` previews it
+            upcoming = self.store.preview_change(self.job, form.schedule, 5)
+            changed = self.job and as_changed(self.job, form.schedule, self.store.now())
         except JobtuiError as exc:
             self.post_message(self.Checked(version, str(exc), []))
             return
-        self.post_message(self.Checked(version, None, upcoming))
+        self.post_message(self.Checked(version, None, upcoming, why_no_runs(changed)))
 
     def on_edit_screen_checked(self, message: Checked) -> None:
         if message.version != self._version:
@@ -352,7 +358,7 @@ class EditScreen(ModalScreen[JobForm | None]):
         self._checked = self._pending
         self._show_error(None)
         lines = ["[b]Next 5 runs[/]"] + (
-            [fmt.stamp(t) for t in message.upcoming] or ["none: the window is over"]
+            [fmt.stamp(t) for t in message.upcoming] or [f"none ({escape(message.none)})"]
         )
         self.query_one("#preview", Static).update(Content.from_markup("\n".join(lines)))
         self.query_one("#save", Button).disabled = self.read_only

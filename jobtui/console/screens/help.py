@@ -11,6 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from jobtui.console import formatting as fmt
+from jobtui.console.widgets.job_cells import MARK_SUFFIX
 from jobtui.core.model import Status
 
 STATUS_HELP = {
@@ -24,6 +25,15 @@ STATUS_HELP = {
     Status.BROKEN: "failed too often, or marked",
     Status.DISABLED: "switched off",
     Status.FINISHED: "no further slot",
+}
+
+# What ``transitions.status_marks`` appends (job_cells.MARK_SUFFIX), as RUNNING ⏸ paused.
+MARK_HELP = {
+    "paused": "paused: no run after this one",
+    "disabled": "disabled: no run after this one",
+    "broken": "marked, under another status",
+    "aborting": "an abort is stopping the run",
+    "removing": "deleted when the run ends",
 }
 
 
@@ -41,6 +51,11 @@ class HelpScreen(ModalScreen[None]):
         keys += [f"[b $accent]{escape(k):<10}[/] {escape(d)}" for k, d in self.keys]
         statuses = ["[b]Statuses[/]"]
         statuses += [f"[${fmt.STATUS_VARIABLE[s]}]{s.value:<9}[/] {STATUS_HELP[s]}" for s in Status]
+        statuses += ["", "[b]Appended to a status[/]"]
+        statuses += [
+            f"[${MARK_SUFFIX[mark][1]}]{MARK_SUFFIX[mark][0].strip():<9}[/] {meaning}"
+            for mark, meaning in MARK_HELP.items()
+        ]
         statuses += ["", "ctrl+p: command palette", "esc: close this help"]
         with VerticalScroll(classes="dialog help"), Horizontal():
             yield Static(Content.from_markup("\n".join(keys)), classes="keys")

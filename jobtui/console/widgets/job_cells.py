@@ -25,6 +25,7 @@ from textual.widgets.data_table import ColumnKey, RowKey
 
 from jobtui.console import formatting as fmt
 from jobtui.core.model import Job, Status
+from jobtui.core.transitions import status_marks
 
 _FAR = 1e18  # sorts after every real time stamp
 
@@ -43,6 +44,17 @@ COLUMNS = (
 )
 
 STATUS_ORDER = {s: i for i, s in enumerate(Status)}
+
+# What the status word hides (``transitions.status_marks``), appended to it as (text,
+# theme variable): ``RUNNING ⏸ paused``, ``PAUSED broken``, ``RUNNING aborting``
+# (docs/console.md, "Status colours"). The column's width is measured with them.
+MARK_SUFFIX: dict[str, tuple[str, str]] = {
+    "paused": (" ⏸ paused", "warning"),
+    "disabled": (" disabled", "foreground-muted"),
+    "broken": (" broken", "error"),
+    "removing": (" removing", "warning"),
+    "aborting": (" aborting", "warning"),
+}
 
 
 def _ts(when: datetime | None) -> float:
@@ -111,11 +123,8 @@ def row_cells(
         memo = {}
     last, outcome = fmt.last_run_text(job, now)
     status = job.status
-    suffixes: tuple[tuple[str, str], ...] = ()
-    if job.broken and status is not Status.BROKEN:
-        suffixes += ((" broken", "error"),)
-    if job.abort_requested and job.running:
-        suffixes += ((" aborting", "warning"),)
+    marks = status_marks(job)
+    suffixes = tuple(MARK_SUFFIX[mark] for mark in marks) if marks else ()
     status_cell = memo.get((status, suffixes))
     if status_cell is None:
         status_cell = memo[(status, suffixes)] = Cell(
