@@ -101,6 +101,7 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
             # the job's own routines, made by the operator's session (routines.py)
             f"GRANT CREATE ROUTINE ON {escaped}.* TO `{role}`",
         ]
+        grants += sql_procedure_grants(db, role)
     elif kind == "admin":
         # No EXECUTE here: MariaDB checks a DEFINER routine's EXECUTE for its definer
         # without the definer's roles, and automatic_sp_privileges grants the creator
@@ -109,6 +110,7 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
             "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP, CREATE VIEW, "
             f"SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE ON {escaped}.* TO `{role}`",
         ]
+        grants += sql_procedure_grants(db, role)
     else:
         grants = [
             f"GRANT SELECT, INSERT, UPDATE, DELETE ON {on(t.name)} TO `{role}`"
@@ -133,4 +135,15 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
         *grants,
         f"GRANT `{role}` TO {who}",
         f"SET DEFAULT ROLE `{role}` FOR {who}",
+    ]
+
+
+def sql_procedure_grants(db: str, role: str) -> list[str]:
+    """EXECUTE on exactly the SQL interface's public procedures and the two run-log
+    helpers ``run`` needs (never on the whole database: docs/privileges.md)."""
+    from jobtui.core.sqlapi import procedures, runlog
+
+    return [
+        f"GRANT EXECUTE ON PROCEDURE {db}.`{name}` TO `{role}`"
+        for name in (*procedures.PUBLIC, *runlog.HELPERS)
     ]
