@@ -46,7 +46,8 @@ def ensure_sql_api(engine: Engine) -> bool:
         try:
             raw = conn.connection.dbapi_connection
             assert raw is not None
-            with raw.cursor() as cur:  # no parameters: the driver leaves % signs alone
+            cur = raw.cursor()  # no parameters: the driver leaves % signs alone
+            try:
                 for statement in wanted:
                     try:
                         cur.execute(statement)
@@ -54,6 +55,8 @@ def ensure_sql_api(engine: Engine) -> bool:
                         raise DBAPIError.instance(
                             statement[:200], None, exc, conn.dialect.loaded_dbapi.Error
                         ) from exc
+            finally:
+                cur.close()
             conn.execute(schema.meta.delete().where(schema.meta.c.key == SQL_API_KEY))
             conn.execute(schema.meta.insert().values(key=SQL_API_KEY, value=digest))
             conn.commit()
