@@ -579,3 +579,38 @@ def test_submit_run_and_broken_through_the_mariadb_client(
     assert refused.returncode == 1
     assert f"job {job} is not one of your jobs" in refused.stderr
     assert _root_rows(server, "SELECT COUNT(*) FROM jobtui_run") == [(1,)]
+
+
+# ---------------------------------------------------------------------- install and upgrade
+
+
+def test_an_admins_init_recreates_them_with_its_role_as_definer_and_keeps_the_grants(
+    server: Server, app: str
+) -> None:
+    from jobtui.cli import main
+
+    db = server.database
+    root = admin_connection(db)
+    try:
+        _call(root, "DELETE FROM jobtui_meta WHERE `key` = 'sql_api'")  # as after an upgrade
+    finally:
+        root.close()
+    assert main(["--db", server.url_for("adm"), "init"]) == 0
+    definers = dict(
+        _root_rows(
+            server,
+            "SELECT ROUTINE_NAME, DEFINER FROM information_schema.ROUTINES "
+            "WHERE ROUTINE_SCHEMA = %s AND ROUTINE_NAME LIKE 'jobtui\\_sql\\_%%'",
+            (db,),
+        )
+    )
+    assert definers == dict.fromkeys(runlog.HELPERS, f"jobtui_admin_{db}")  # a role
+    # alice's EXECUTE survived the CREATE OR REPLACE, and run works with the new helpers
+    conn = _session(server, "alice")
+    try:
+        job = _submit(conn, db, "submit", f"CALL {app}.ins('after')", "2030-01-01", None)
+        _call(conn, f"CALL `{db}`.run(%s)", (job,))
+    finally:
+        conn.close()
+    assert _root_rows(server, f"SELECT tag FROM `{app}`.who") == [("after",)]
+    assert _root_rows(server, "SELECT outcome FROM jobtui_run") == [("ok",)]
