@@ -614,3 +614,71 @@ def test_an_admins_init_recreates_them_with_its_role_as_definer_and_keeps_the_gr
         conn.close()
     assert _root_rows(server, f"SELECT tag FROM `{app}`.who") == [("after",)]
     assert _root_rows(server, "SELECT outcome FROM jobtui_run") == [("ok",)]
+
+
+# ---------------------------------------------------------------------- the setters
+
+
+def test_setters_write_rows_and_routines_the_command_line_reads(server: Server, app: str) -> None:
+    db, role = server.database, f"jobtui_operator_{server.database}"
+
+    def functions(job: int) -> set[str]:
+        rows = _root_rows(
+            server,
+            "SELECT name FROM mysql.proc WHERE db = %s AND type = 'FUNCTION' AND name LIKE %s",
+            (db, f"jobtui\\_x\\_{job}\\_%"),
+        )
+        return {r[0] for r in rows}
+
+    conn = _session(server, "alice")
+    store = server.store("alice")
+    try:
+        job = _submit(conn, db, "submit_named", "setme", "SELECT 1", None, "NOW() + INTERVAL 1 DAY")
+        assert functions(job) == {routines.for_expr(job, "NOW() + INTERVAL 1 DAY", role).name}
+        before = _state(server)
+        _call(conn, f"CALL `{db}`.`change`(%s, NULL, NULL, NULL)", (job,))
+        assert _state(server) == before  # nothing given, nothing changed
+        _call(conn, f"CALL `{db}`.next_date(%s, '2031-05-05 10:00:00')", (job,))
+        got = store.get("setme")
+        assert got.problem is None and got.next_run is not None
+        assert got.next_run.isoformat() == "2031-05-05T10:00:00+00:00"
+        _call(conn, f"CALL `{db}`.set_interval(%s, 'NOW() + INTERVAL 2 HOUR')", (job,))
+        got = store.get("setme")
+        assert got.problem is None and got.schedule.expr == "NOW() + INTERVAL 2 HOUR"
+        assert functions(job) == {routines.for_expr(job, "NOW() + INTERVAL 2 HOUR", role).name}
+        assert got.next_run is not None and got.next_run.year == 2031  # DBMS_JOB: next stays
+        _call(conn, f"CALL `{db}`.set_interval(%s, NULL)", (job,))
+        got = store.get("setme")
+        assert got.problem is None and got.schedule.kind == "once" and functions(job) == set()
+        _call(conn, f"CALL `{db}`.what(%s, %s)", (job, f"CALL {app}.ins('w')"))
+        got = store.get("setme")
+        assert got.what == What("call", f"{app}.ins", ("w",)) and got.problem is None
+    finally:
+        store.close()
+        conn.close()
+
+
+def test_remove_of_a_job_running_in_a_sql_session_deletes_it_when_the_run_ends(
+    server: Server,
+) -> None:
+    db = server.database
+    runner_conn, other = _session(server, "alice"), _session(server, "alice")
+    try:
+        job = _submit(runner_conn, db, "submit_named", "nap", "DO SLEEP(2)", "2030-01-01", None)
+        thread = threading.Thread(
+            target=lambda: _call(runner_conn, f"CALL `{db}`.run(%s)", (job,)), daemon=True
+        )
+        thread.start()
+        assert wait_for(lambda: _job(server, job).get("running") == 1, 10)
+        with other.cursor() as cur:
+            cur.execute(f"CALL `{db}`.remove(%s)", (job,))
+            cur.execute("SHOW WARNINGS")
+            warnings = cur.fetchall()
+        assert any("deleted when that run has ended" in str(w[2]) for w in warnings)
+        assert _job(server, job)["remove_requested"] == 1
+        thread.join(15)
+        assert _job(server, job) == {}
+        assert _root_rows(server, "SELECT outcome FROM jobtui_run") == [("ok",)]
+    finally:
+        runner_conn.close()
+        other.close()
