@@ -682,3 +682,22 @@ def test_remove_of_a_job_running_in_a_sql_session_deletes_it_when_the_run_ends(
     finally:
         runner_conn.close()
         other.close()
+
+
+def test_the_callers_time_zone_does_not_matter(server: Server) -> None:
+    """Times are UTC whatever the session's time_zone: NOW() in an interval is evaluated
+    under '+00:00' (as the runners evaluate it), and "now" is UTC_TIMESTAMP()."""
+    db = server.database
+    conn = _session(server, "alice")
+    try:
+        _call(conn, "SET time_zone = '-05:00'")
+        job = _submit(conn, db, "submit", "SELECT 1", None, "NOW() + INTERVAL 1 MINUTE")
+        utc_now = _root_rows(server, "SELECT UTC_TIMESTAMP(6)")[0][0]
+        next_run = _job(server, job)["next_run"]
+        assert abs((utc_now - next_run).total_seconds()) < 60
+        code, message = _refused(
+            conn, f"CALL `{db}`.submit(@j, 'SELECT 1', NULL, 'NOW() - INTERVAL 1 MINUTE')"
+        )
+        assert code == 1644 and "(UTC), which is not after NOW()" in message
+    finally:
+        conn.close()
