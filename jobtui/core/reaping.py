@@ -106,8 +106,12 @@ class Reaper:
                 self._insert(c, now, stopping=pool._stopping.is_set())
             pool.backend.renew_leases(c, pool.runner_id, pool._lease_end(now))
         if pool.backend.has_accounts:  # the SQL interface's cron jobs (MySQL/MariaDB only)
-            with pool._write() as c:
-                arming.arm_cron_jobs(c, now)
+            with pool.engine.connect() as conn:
+                ids = arming.unarmed(conn, now)
+                conn.rollback()
+            for job_id in ids:  # one short transaction each, locking that row only
+                with pool._write() as c:
+                    arming.arm(c, job_id, now)
 
     def deregister(self) -> None:
         rn = schema.runner

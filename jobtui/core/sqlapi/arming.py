@@ -13,6 +13,7 @@ job's ``next_run`` NULL for a moment while it creates the job's routines.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
@@ -27,31 +28,39 @@ ARM_DELAY = 2.0  # seconds
 ARM_BATCH = 100
 
 
-def arm_cron_jobs(conn: Connection, now: datetime) -> int:
-    """Give unarmed cron jobs their first slot, in the caller's transaction; how many."""
+def _unarmed(now: datetime) -> Any:
     j = schema.job
-    rows = conn.execute(
-        select(j)
-        .where(
-            j.c.next_run.is_(None),
-            j.c.schedule_kind == "cron",
-            j.c.phase == "ENABLED",
-            j.c.running.is_(False),
-            j.c.remove_requested.is_(False),
-            j.c.updated < to_db(now - timedelta(seconds=ARM_DELAY)),
-        )
-        .limit(ARM_BATCH)
-        .with_for_update()
-    ).all()
-    armed = 0
-    for row in rows:
-        job = job_from_row(row)
-        if job.problem is not None or job.schedule.kind != "cron":
-            continue  # the claim's row checks deal with it
-        nxt = first_run(job.schedule, now)
-        values = {"next_run": to_db(nxt), "phase": "ENABLED" if nxt else "FINISHED"}
-        values["status"] = status_after(row, values)
-        values["updated"] = to_db(now)
-        conn.execute(update(j).where(j.c.id == job.id).values(**values))
-        armed += 1
-    return armed
+    return (
+        j.c.next_run.is_(None),
+        j.c.schedule_kind == "cron",
+        j.c.phase == "ENABLED",
+        j.c.running.is_(False),
+        j.c.remove_requested.is_(False),
+        j.c.updated < to_db(now - timedelta(seconds=ARM_DELAY)),
+    )
+
+
+def unarmed(conn: Connection, now: datetime) -> list[int]:
+    """The ids of cron jobs waiting for their first slot: a plain read, no lock (a
+    locking read over ``next_run IS NULL`` would lock other jobs' rows too)."""
+    j = schema.job
+    rows = conn.execute(select(j.c.id).where(*_unarmed(now)).limit(ARM_BATCH)).all()
+    return [int(r[0]) for r in rows]
+
+
+def arm(conn: Connection, job_id: int, now: datetime) -> bool:
+    """Give one unarmed cron job its first slot, under its row lock, in the caller's
+    transaction (False: it was armed or changed meanwhile, or its row has a problem)."""
+    j = schema.job
+    row = conn.execute(select(j).where(j.c.id == job_id, *_unarmed(now)).with_for_update()).first()
+    if row is None:
+        return False
+    job = job_from_row(row)
+    if job.problem is not None or job.schedule.kind != "cron":
+        return False  # the claim's row checks deal with it
+    nxt = first_run(job.schedule, now)
+    values: dict[str, Any] = {"next_run": to_db(nxt), "phase": "ENABLED" if nxt else "FINISHED"}
+    values["status"] = status_after(row, values)
+    values["updated"] = to_db(now)
+    conn.execute(update(j).where(j.c.id == job_id).values(**values))
+    return True
