@@ -107,6 +107,7 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
             # the job's own routines, made by the operator's session (routines.py)
             f"GRANT CREATE ROUTINE ON {escaped}.* TO `{role}`",
         ]
+        grants += sql_procedure_grants(db, role)
     elif kind == "admin":
         # No EXECUTE here: MariaDB checks a DEFINER routine's EXECUTE for its definer
         # without the definer's roles, and automatic_sp_privileges grants the creator
@@ -117,6 +118,7 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
             # user_export of its own jobs: EXECUTE on this one procedure, never the schema
             f"GRANT EXECUTE ON PROCEDURE {on(calls.USER_EXPORT)} TO `{role}`",
         ]
+        grants += sql_procedure_grants(db, role)
     else:
         grants = [
             f"GRANT SELECT, INSERT, UPDATE, DELETE ON {on(t.name)} TO `{role}`"
@@ -141,4 +143,15 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
         *grants,
         f"GRANT `{role}` TO {who}",
         f"SET DEFAULT ROLE `{role}` FOR {who}",
+    ]
+
+
+def sql_procedure_grants(db: str, role: str) -> list[str]:
+    """EXECUTE on exactly the SQL interface's public procedures and the two run-log
+    helpers ``run`` needs (never on the whole database: docs/privileges.md)."""
+    from jobtui.core.sqlapi import procedures, runlog
+
+    return [
+        f"GRANT EXECUTE ON PROCEDURE {db}.`{name}` TO `{role}`"
+        for name in (*procedures.PUBLIC, *runlog.HELPERS)
     ]

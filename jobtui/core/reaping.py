@@ -24,6 +24,7 @@ from jobtui.core import schema
 from jobtui.core.backends import Backend
 from jobtui.core.model import Outcome
 from jobtui.core.procinfo import process_alive
+from jobtui.core.sqlapi import arming, runlog
 from jobtui.core.timeutil import from_db, to_db
 from jobtui.core.transitions import status_after
 
@@ -104,6 +105,13 @@ class Reaper:
                 log.warning("runner %s was deregistered; registering again", pool.runner_id)
                 self._insert(c, now, stopping=pool._stopping.is_set())
             pool.backend.renew_leases(c, pool.runner_id, pool._lease_end(now))
+        if pool.backend.has_accounts:  # the SQL interface's cron jobs (MySQL/MariaDB only)
+            with pool.engine.connect() as conn:
+                ids = arming.unarmed(conn, now)
+                conn.rollback()
+            for job_id in ids:  # one short transaction each, locking that row only
+                with pool._write() as c:
+                    arming.arm(c, job_id, now)
 
     def deregister(self) -> None:
         rn = schema.runner
@@ -145,6 +153,11 @@ class Reaper:
             # A lease cannot tell a stopped runner from a dead one; a named lock can:
             # the stopped runner's connection still holds it.
             dead -= self._stalled_here(registered, dead)
+        # A run of `CALL run(job)` lives as long as its SQL session holds the job's lock.
+        sessions = {rid for rid in dead if rid.startswith(runlog.SQL_SESSION_PREFIX)}
+        dead -= sessions
+        for rid in sorted(sessions) if others else ():
+            self._reap_sql_session(rid, now)
         for rid in sorted(dead) if others else ():
             stale = rid in live
             msg = (
@@ -155,6 +168,22 @@ class Reaper:
             self._reap_runner(rid, now, msg, delete_row=stale)
         if pool.runner_id in holders:
             self.reap_self(now)
+
+    def _reap_sql_session(self, rid: str, now: datetime) -> None:
+        """The runs of a SQL session (``CALL run``) become lost only once the job's named
+        lock is free: while it is held, the session is alive and still running the job."""
+        j = schema.job
+        msg = f"the SQL session ({rid}) ended during the run (killed or disconnected)"
+        with self.pool.engine.connect() as conn:
+            ids = [
+                int(x[0])
+                for x in conn.execute(
+                    select(j.c.id).where(j.c.running.is_(True), j.c.runner_id == rid)
+                )
+            ]
+            conn.rollback()
+        if all([self.release_job(jid, rid, now, msg) for jid in ids]):
+            self.mark_lost(rid, now, msg)
 
     def _stalled_here(self, registered: Sequence[Any], silent: set[str]) -> set[str]:
         """Silent runners whose process on this host is alive, only stopped or hung.

@@ -45,8 +45,19 @@ def ensure_sql_api(engine: Engine) -> bool:
         if stored == digest:
             return True
         try:
-            for statement in wanted:
-                conn.exec_driver_sql(statement)
+            raw = conn.connection.dbapi_connection
+            assert raw is not None
+            cur = raw.cursor()  # no parameters: the driver leaves % signs alone
+            try:
+                for statement in wanted:
+                    try:
+                        cur.execute(statement)
+                    except conn.dialect.loaded_dbapi.Error as exc:
+                        raise DBAPIError.instance(
+                            statement[:200], None, exc, conn.dialect.loaded_dbapi.Error
+                        ) from exc
+            finally:
+                cur.close()
             conn.execute(schema.meta.delete().where(schema.meta.c.key == SQL_API_KEY))
             conn.execute(schema.meta.insert().values(key=SQL_API_KEY, value=digest))
             conn.commit()
