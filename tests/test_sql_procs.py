@@ -31,7 +31,7 @@ from jobtui.core.claims import lock_name
 from jobtui.core.model import What, check_sql
 from jobtui.core.privileges import grant_statements
 from jobtui.core.runner import RunnerPool
-from jobtui.core.sqlapi import procedures, runlog
+from jobtui.core.sqlapi import calls, procedures, runlog
 
 pytestmark = pytest.mark.mariadb
 
@@ -147,7 +147,7 @@ def test_grant_gives_execute_on_exactly_the_procedures() -> None:
     for kind in ("operator", "admin"):
         lines = grant_statements(kind, "eve", "my_db")
         execs = [line for line in lines if "EXECUTE" in line]
-        names = (*procedures.PUBLIC, *runlog.HELPERS)
+        names = (*procedures.PUBLIC, calls.USER_EXPORT, *runlog.HELPERS)
         assert execs == [
             f"GRANT EXECUTE ON PROCEDURE `my_db`.`{n}` TO `jobtui_{kind}_my_db`" for n in names
         ]

@@ -80,7 +80,6 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
     """The statements that make ``account`` a jobtui operator, admin or runner of ``database``."""
     from jobtui.core.errors import InvalidInput
     from jobtui.core.model import quote_identifier
-    from jobtui.core.sqlapi import calls
     from jobtui.core.sqlapi import views as sqlapi_views
 
     if kind not in KINDS:
@@ -100,10 +99,8 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
             f"GRANT SELECT ON {on(schema.USER_RUN_VIEW)} TO `{role}`",
             f"GRANT SELECT ON {on(schema.meta.name)} TO `{role}`",
             f"GRANT SELECT ON {on(schema.runner.name)} TO `{role}`",
-            # the SQL interface's views of its own jobs (docs/sql.md), never dba_jobs*,
-            # and user_export of its own jobs (EXECUTE on that procedure only)
+            # the SQL interface's views of its own jobs (docs/sql.md), never dba_jobs*
             *(f"GRANT SELECT ON {on(v)} TO `{role}`" for v in sqlapi_views.OPERATOR_VIEWS),
-            f"GRANT EXECUTE ON PROCEDURE {on(calls.USER_EXPORT)} TO `{role}`",
             # the job's own routines, made by the operator's session (routines.py)
             f"GRANT CREATE ROUTINE ON {escaped}.* TO `{role}`",
         ]
@@ -115,8 +112,6 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
         grants = [
             "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP, CREATE VIEW, "
             f"SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE ON {escaped}.* TO `{role}`",
-            # user_export of its own jobs: EXECUTE on this one procedure, never the schema
-            f"GRANT EXECUTE ON PROCEDURE {on(calls.USER_EXPORT)} TO `{role}`",
         ]
         grants += sql_procedure_grants(db, role)
     else:
@@ -147,11 +142,12 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
 
 
 def sql_procedure_grants(db: str, role: str) -> list[str]:
-    """EXECUTE on exactly the SQL interface's public procedures and the two run-log
-    helpers ``run`` needs (never on the whole database: docs/privileges.md)."""
-    from jobtui.core.sqlapi import procedures, runlog
+    """EXECUTE on exactly the SQL interface's public procedures (user_export included)
+    and the two run-log helpers ``run`` needs (never on the whole database:
+    docs/privileges.md)."""
+    from jobtui.core.sqlapi import calls, procedures, runlog
 
     return [
         f"GRANT EXECUTE ON PROCEDURE {db}.`{name}` TO `{role}`"
-        for name in (*procedures.PUBLIC, *runlog.HELPERS)
+        for name in (*procedures.PUBLIC, calls.USER_EXPORT, *runlog.HELPERS)
     ]
