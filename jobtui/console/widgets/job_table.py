@@ -140,7 +140,7 @@ class JobTable(ScrollView, can_focus=True):
             key: JobColumn(key, labels[key], len(labels[key])) for key in self._keys
         }
         self._order: list[int] = []  # shown job ids, in display order
-        self._sort_keys: dict[int, Any] = {}  # shown job id -> its key for sort_by
+        self._shown: set[int] = set()  # the ids in _order (sort keys are made when needed)
         self._cursor = 0  # the cursor's row index
         self._cursor_id: int | None = None  # the job under it, followed across re-sorts
         self._cells: dict[int, RowCells] = {}  # cells drawn since the clock last ticked
@@ -180,7 +180,7 @@ class JobTable(ScrollView, can_focus=True):
 
     def select_job(self, job_id: int) -> None:
         """Put the cursor on ``job_id``'s row (when shown) and scroll it into view."""
-        if job_id in self._sort_keys:
+        if job_id in self._shown:
             self.move_cursor(self._order.index(job_id))
 
     def move_cursor(self, row: int, *, scroll: bool = True) -> None:
@@ -232,37 +232,36 @@ class JobTable(ScrollView, can_focus=True):
         gone: set[int] = set()
         touched: list[int] = []
         # Locals: this loop runs once per changed job (100,000 at the first load).
-        jobs, sort_keys, cells = self.jobs, self._sort_keys, self._cells
+        jobs, shown, cells = self.jobs, self._shown, self._cells
         track, matches = self._track, self._matches
         for job in changed:
             job_id = job.id
             if ids is not None and job_id not in ids:
                 continue
-            track(jobs.get(job_id), job)
+            old = jobs.get(job_id)
+            track(old, job)
             jobs[job_id] = job
             cells.pop(job_id, None)
             visible = matches(job, needle)
-            if job_id in sort_keys:
+            if job_id in shown:
                 if not visible:
                     gone.add(job_id)
                     continue
                 touched.append(job_id)
                 key = keys_ready[job_id] if job_id in keys_ready else sort_fn(job)
-                if sort_keys[job_id] != key:
-                    sort_keys[job_id] = key
+                if old is None or sort_fn(old) != key:
                     moved.append(job_id)
             elif visible:
-                sort_keys[job_id] = keys_ready[job_id] if job_id in keys_ready else sort_fn(job)
                 added.append(job_id)
         if ids is not None:
             for job_id in [i for i in jobs if i not in ids]:
                 track(jobs.pop(job_id), None)
                 cells.pop(job_id, None)
-                if job_id in sort_keys:
+                if job_id in shown:
                     gone.add(job_id)
         widened = self._widen(prepared.widths if prepared is not None else ())
         if gone or added or moved:
-            self._reorder(gone, added, moved)
+            self._reorder(gone, added, moved, keys_ready)
         elif widened:
             self._redraw()
         elif touched:
@@ -271,8 +270,8 @@ class JobTable(ScrollView, can_focus=True):
     def remove_job(self, job_id: int) -> None:
         self._track(self.jobs.pop(job_id, None), None)
         self._cells.pop(job_id, None)
-        if job_id in self._sort_keys:
-            self._reorder({job_id}, [], [])
+        if job_id in self._shown:
+            self._reorder({job_id}, [], [], {})
 
     def tick(self) -> None:
         """Advance the time columns (ages, countdowns, elapsed): the rows on screen are
@@ -515,26 +514,34 @@ class JobTable(ScrollView, can_focus=True):
                 widened = True
         return widened
 
-    def _reorder(self, gone: set[int], added: list[int], moved: list[int]) -> None:
+    def _reorder(
+        self, gone: set[int], added: list[int], moved: list[int], keys_ready: dict[int, Any]
+    ) -> None:
         """Rows out, rows in, rows whose sort key changed to their new places; the cursor
-        stays on its job when that job is still shown."""
+        stays on its job when that job is still shown. ``keys_ready``: sort keys the
+        refresh thread made (the others are made here, and none is kept)."""
         order = self._order
-        sort_keys = self._sort_keys
-        if gone:
-            for job_id in gone:
-                sort_keys.pop(job_id, None)
+        shown = self._shown
+        shown -= gone
+        shown.update(added)
+        jobs = self.jobs
+        sort_fn = SORTS[self.sort_by]
+
+        def key(job_id: int) -> Any:
+            ready = keys_ready.get(job_id)
+            return ready if ready is not None else sort_fn(jobs[job_id])
+
         placing = added + moved
         if gone or len(placing) > INSERT_LIMIT:
             leaving = gone.union(moved) if moved else gone
             order = [job_id for job_id in order if job_id not in leaving] if leaving else order
             order.extend(placing)
-            order.sort(key=sort_keys.__getitem__)
+            order.sort(key=key)
         else:
             for job_id in moved:
                 order.remove(job_id)
-            key = sort_keys.__getitem__
             for job_id in placing:
-                bisect.insort(order, job_id, key=lambda i: key(i))
+                bisect.insort(order, job_id, key=key)
         self._order = order
         self._follow_cursor()
         self._redraw()
@@ -544,16 +551,18 @@ class JobTable(ScrollView, can_focus=True):
         needle = self.filter_text.strip().lower()
         sort_fn = SORTS[self.sort_by]
         matches = self._matches
-        self._sort_keys = {
-            job_id: sort_fn(job) for job_id, job in self.jobs.items() if matches(job, needle)
-        }
-        self._order = sorted(self._sort_keys, key=self._sort_keys.__getitem__)
+        jobs = self.jobs
+        self._order = sorted(
+            (job_id for job_id, job in jobs.items() if matches(job, needle)),
+            key=lambda job_id: sort_fn(jobs[job_id]),
+        )
+        self._shown = set(self._order)
         self._follow_cursor()
         self._redraw()
 
     def _follow_cursor(self) -> None:
         """After the order changed: the cursor back on its job, else where it was."""
-        if self._cursor_id is not None and self._cursor_id in self._sort_keys:
+        if self._cursor_id is not None and self._cursor_id in self._shown:
             self._cursor = self._order.index(self._cursor_id)
         else:
             self._cursor = max(0, min(self._cursor, len(self._order) - 1))
