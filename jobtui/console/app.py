@@ -24,6 +24,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.dom import DOMNode
+from textual.keys import key_to_character
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -93,6 +94,14 @@ def binding_chain(screen: Screen[Any]) -> list[tuple[DOMNode, list[Binding]]]:
             for binding in Binding.make_bindings(vars(cls).get("BINDINGS", ())):
                 declared.setdefault(binding.key, []).append(binding)
             by_key.update(declared)
+        # A key a widget before this node takes as input (typing in the filter) is not a
+        # binding there, as in Textual's own chain.
+        for key in [
+            key
+            for key in by_key
+            if any(n.check_consume_key(key, key_to_character(key)) for n, _ in chain)
+        ]:
+            del by_key[key]
         chain.append((node, [b for bindings in by_key.values() for b in bindings]))
         if node.is_modal:
             break
