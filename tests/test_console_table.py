@@ -74,9 +74,9 @@ async def test_enter_opens_the_job_under_the_cursor(sqlite_url: str) -> None:
 
 
 async def test_the_first_screenful_comes_ahead_of_the_full_load(
-    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+    db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = open_store(sqlite_url)
+    store = open_store(db_url)
     many_jobs(store, 1200)
     seen: list[tuple[bool, bool, int]] = []  # (page, full, rows)
     handler = JobtuiApp.on_jobs_refreshed
@@ -86,7 +86,7 @@ async def test_the_first_screenful_comes_ahead_of_the_full_load(
         handler(self, message)
 
     monkeypatch.setattr(JobtuiApp, "on_jobs_refreshed", recorded)
-    async with console(sqlite_url) as (app, pilot, _store):
+    async with console(db_url) as (app, pilot, _store):
         table = table_of(app)
         await wait_for(pilot, lambda: table.row_count == 1200)
         assert seen[0] == (True, False, 200)  # the first 200 by name
@@ -96,8 +96,8 @@ async def test_the_first_screenful_comes_ahead_of_the_full_load(
     store.close()
 
 
-def test_the_first_jobs_are_the_first_by_name(sqlite_url: str) -> None:
-    store = open_store(sqlite_url)
+def test_the_first_jobs_are_the_first_by_name(db_url: str) -> None:
+    store = open_store(db_url)
     many_jobs(store, 30)
     with store.write() as conn:
         conn.execute(
