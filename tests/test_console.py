@@ -114,10 +114,8 @@ def table_of(app: JobtuiApp) -> Any:
 def row_texts(app: JobtuiApp) -> dict[str, dict[str, str]]:
     table = table_of(app)
     out = {}
-    for row in table.ordered_rows:
-        cells = table.get_row(row.key)
-        keys = [c.key.value for c in table.ordered_columns]
-        values = {k: getattr(v, "plain", str(v)) for k, v in zip(keys, cells, strict=True)}
+    for job in table.visible_jobs():
+        values = {key: cell.plain for key, cell in table.cells(job.id).items()}
         out[values["name"]] = values
     return out
 

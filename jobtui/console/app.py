@@ -23,6 +23,8 @@ from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
+from textual.dom import DOMNode
+from textual.keys import key_to_character
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -71,6 +73,39 @@ def css_paths() -> list[Path]:
         return found
     source = Path(__file__).resolve().parents[2] / "styles"
     return [source / name for name in CSS_FILES]
+
+
+def binding_chain(screen: Screen[Any]) -> list[tuple[DOMNode, list[Binding]]]:
+    """The nodes a key goes through on ``screen`` (the focused widget, its ancestors, the
+    screen, the app; nothing past a modal screen), each with its class's bindings.
+
+    From public API (``ancestors_with_self``, ``is_modal``, each class's ``BINDINGS``):
+    Textual's own chain is private. A subclass's binding of a key replaces its base's.
+    """
+    focused = screen.focused
+    nodes: list[DOMNode] = (
+        list(focused.ancestors_with_self) if focused is not None else [screen, screen.app]
+    )
+    chain: list[tuple[DOMNode, list[Binding]]] = []
+    for node in nodes:
+        by_key: dict[str, list[Binding]] = {}
+        for cls in reversed(type(node).__mro__):
+            declared: dict[str, list[Binding]] = {}
+            for binding in Binding.make_bindings(vars(cls).get("BINDINGS", ())):
+                declared.setdefault(binding.key, []).append(binding)
+            by_key.update(declared)
+        # A key a widget before this node takes as input (typing in the filter) is not a
+        # binding there, as in Textual's own chain.
+        for key in [
+            key
+            for key in by_key
+            if any(n.check_consume_key(key, key_to_character(key)) for n, _ in chain)
+        ]:
+            del by_key[key]
+        chain.append((node, [b for bindings in by_key.values() for b in bindings]))
+        if node.is_modal:
+            break
+    return chain
 
 
 # verb -> the store call (job's owner passed, so --all consoles steer any owner's job)
@@ -161,7 +196,7 @@ class JobtuiApp(EventCommands, App[None]):
     def tick(self) -> None:
         """Once a second: advance the clocks on screen and start the next refresh."""
         main = self._main()
-        if main is None or self._exit:
+        if main is None or self.return_code is not None:  # (None until exit is asked)
             return
         main.table.tick()
         self.update_status()
@@ -210,6 +245,12 @@ class JobtuiApp(EventCommands, App[None]):
         """
         with gc_paused(step == "full"):
             try:
+                if step == "full" and first_load and not shown.jobs:
+                    # A big table takes seconds to read: its first screenful comes first.
+                    page = self.plan.first_page(self.store, all_owners=self.all_owners)
+                    if page:
+                        rows, ready = prepare(page, shown, self.store.now())
+                        self.post_message(JobsRefreshed(rows, prepared=ready, page=True))
                 fetched = self.plan.fetch(self.store, step, since=since, all_owners=self.all_owners)
             except JobtuiError as exc:
                 self.post_message(DatabaseLost(str(exc)))
@@ -223,8 +264,9 @@ class JobtuiApp(EventCommands, App[None]):
         )
 
     def on_jobs_refreshed(self, message: JobsRefreshed) -> None:
-        self._refreshing = False
-        self.plan.read(full=message.full, newest=message.newest)
+        if not message.page:  # (the first screenful: its full load is still on its way)
+            self._refreshing = False
+            self.plan.read(full=message.full, newest=message.newest)
         if self._main() is None:
             return
         if not self.connected:
@@ -468,8 +510,9 @@ class JobtuiApp(EventCommands, App[None]):
         widget shadows (enter in the table) still shows under its own name.
         """
         grouped: dict[tuple[int, str], tuple[list[str], Binding, Any]] = {}
-        for node, bindings in screen._modal_binding_chain:
-            for key, binding in bindings:
+        for node, bindings in binding_chain(screen):
+            for binding in bindings:
+                key = binding.key
                 if binding.id is None or not binding.description:
                     continue
                 slot = grouped.setdefault((id(node), binding.action), ([], binding, node))

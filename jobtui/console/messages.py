@@ -29,7 +29,8 @@ class JobsRefreshed(Message):
     runners: list[RunnerInfo] | None = None
     full: bool = False
     newest: datetime | None = None  # the newest ``updated`` read (for the refresh plan)
-    prepared: Prepared = field(default_factory=Prepared)  # ``changed``'s cells, made in the thread
+    prepared: Prepared = field(default_factory=Prepared)  # ``changed``'s widths and sort keys
+    page: bool = False  # the first screenful, sent ahead of the first full load (more follows)
 
 
 @dataclass

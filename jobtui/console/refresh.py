@@ -24,6 +24,7 @@ OVERLAP = timedelta(seconds=3)
 IDS_EVERY = 10
 RUNNERS_AT = 5
 FULL_EVERY = 60
+FIRST_PAGE = 200  # rows read ahead of the first full load: a screenful, and then some
 
 
 @dataclass
@@ -74,6 +75,11 @@ class RefreshPlan:
             self.need_full = False
         if newest is not None and (self.newest is None or newest > self.newest):
             self.newest = newest
+
+    def first_page(self, store: JobStore, *, all_owners: bool) -> list[Job]:
+        """The first screenful by name (the table's first sort), read ahead of the
+        first full load (in the refresh thread; the plan is left alone)."""
+        return store.first_jobs(FIRST_PAGE, all_owners=all_owners)
 
     def fetch(
         self, store: JobStore, step: str, *, since: datetime | None, all_owners: bool

@@ -234,7 +234,7 @@ class Schedule:
         }
 
 
-@dataclass
+@dataclass(slots=True)
 class Job:
     """One row of the job table, as the store reads it."""
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from jobtui.console.screens.job_actions import JOB_BINDINGS, JobActions
 from jobtui.console.widgets.footer import KeyFooter
@@ -66,7 +66,7 @@ class MainScreen(JobActions, Screen[None]):
         if text is not None:
             banner.update(text)
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_job_table_selected(self, event: JobTable.Selected) -> None:
         event.stop()
         self.action_details()
 

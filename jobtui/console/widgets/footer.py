@@ -20,13 +20,12 @@ class KeyFooter(Footer):
     _recompose_pending = False
 
     def bindings_changed(self, screen: Screen[object]) -> None:
-        self._bindings_ready = True
-        if not screen.app.app_focus:
-            return
-        if self.is_attached and screen is self.screen and not self._recompose_pending:
+        """The first change of a burst: Footer's own handling once, after the next refresh
+        (it then recomposes after the one following, reading the bindings as they are)."""
+        if not self._recompose_pending:
             self._recompose_pending = True
-            self.call_after_refresh(self._recompose_once)
+            self.call_after_refresh(self._changed_once, screen)
 
-    async def _recompose_once(self) -> None:
+    def _changed_once(self, screen: Screen[object]) -> None:
         self._recompose_pending = False
-        await self.recompose()
+        super().bindings_changed(screen)

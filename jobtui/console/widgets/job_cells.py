@@ -21,7 +21,6 @@ from typing import Any, NamedTuple
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
-from textual.widgets.data_table import ColumnKey, RowKey
 
 from jobtui.console import formatting as fmt
 from jobtui.core.model import Job, Status
@@ -101,15 +100,6 @@ RowCells = tuple[Cell, ...]
 
 def column_keys(all_owners: bool) -> tuple[str, ...]:
     return tuple(key for key, _ in COLUMNS if all_owners or key != "owner")
-
-
-_TABLE_KEYS = {flag: tuple(ColumnKey(k) for k in column_keys(flag)) for flag in (False, True)}
-
-
-def table_keys(all_owners: bool) -> tuple[ColumnKey, ...]:
-    """The table's column keys, the same objects wherever the rows are made: a dict
-    finds its own key object without calling StringKey's (Python) ``__eq__``."""
-    return _TABLE_KEYS[all_owners]
 
 
 def row_cells(
@@ -228,37 +218,34 @@ class Shown:
 
 @dataclass
 class Prepared:
-    """What the refresh thread hands the table: changed rows' cells, widths, sort keys."""
+    """What the refresh thread hands the table: the changed rows' widest cells and sort keys.
 
-    rows: dict[int, RowCells] = field(default_factory=dict)
-    widths: list[int] = field(default_factory=list)  # per column, over ``rows``
+    No cells: the table makes a row's cells when it draws it (a screenful at a time).
+    """
+
+    widths: list[int] = field(default_factory=list)  # per column, over the changed rows
     sort_by: str = ""
     sort_keys: dict[int, Any] = field(default_factory=dict)  # for ``sort_by``
-    # New rows (not in the table when prepared) as DataTable holds them: (row key, cells by
-    # column key). Built here because every column key's hash is a Python call: 90,000 at
-    # the first load of 10,000 jobs.
-    new_rows: dict[int, tuple[RowKey, dict[ColumnKey, Cell]]] = field(default_factory=dict)
+
+
+_WIDTHS_CHUNK = 5000  # rows whose cells are alive at once while measuring
 
 
 def prepare(jobs: Iterable[Job], shown: Shown, now: datetime) -> tuple[list[Job], Prepared]:
-    """In the refresh thread: drop the jobs equal to what was shown, make the others' cells.
-
-    Also the widest cell per column and the sort keys, so that adding 10,000
-    rows leaves the event loop nothing to measure or compute.
+    """In the refresh thread: drop the jobs equal to what was shown; measure the others'
+    cells (a column widens to its widest) and make their sort keys, so that adding
+    100,000 rows leaves the event loop nothing to measure or compute.
     """
     known = shown.jobs
     changed = [job for job in jobs if known.get(job.id) != job]
-    rows = rows_cells(changed, now, all_owners=shown.all_owners)
+    columns = len(column_keys(shown.all_owners))
+    out = [0] * columns
+    for start in range(0, len(changed), _WIDTHS_CHUNK):
+        rows = rows_cells(changed[start : start + _WIDTHS_CHUNK], now, all_owners=shown.all_owners)
+        out = [max(a, b) for a, b in zip(out, widths(rows.values(), columns), strict=True)]
     sort_fn = SORTS[shown.sort_by]
-    keys = table_keys(shown.all_owners)
     return changed, Prepared(
-        rows=rows,
-        widths=widths(rows.values(), len(keys)),
+        widths=out,
         sort_by=shown.sort_by,
         sort_keys={job.id: sort_fn(job) for job in changed},
-        new_rows={
-            job_id: (RowKey(str(job_id)), dict(zip(keys, cells, strict=True)))
-            for job_id, cells in rows.items()
-            if job_id not in known
-        },
     )

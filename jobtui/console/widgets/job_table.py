@@ -1,34 +1,41 @@
-"""The live job table: rows keyed by job id, updated cell by cell.
+"""The live job table on Textual's Line API: its cost follows the screen, not the jobs.
 
-Built for 10,000 jobs. The refresh thread turns changed jobs into plain
-``Cell`` tuples (``job_cells.prepare``, from a ``Shown`` copy of the table's
-rows: the thread never calls the widget), with the columns' widths and the
-sort keys; the event loop then only compares cells, swaps the ones that
-differ and repaints the changed rows that are on screen. Cells become Rich
-``Text`` only when painted.
+The table holds every job (``jobs``), the shown ones' ids in display order
+(``_order``) and their sort keys; a row becomes cells (``job_cells.row_cells``)
+and then a ``Strip`` only when ``render_line`` draws it, so 100,000 jobs
+cost one dict entry and one list slot each, and a refresh in which 1,000
+rows changed repaints only the changed rows that are on screen. The refresh
+thread hands over the changed rows' sort keys and the widest cell of each
+column (``job_cells.prepare``): columns only widen, as DataTable's do.
 
-This leans on DataTable internals (``_data``, ``_row_locations``, the render
-caches and ``_compute_row_renderables``): Textual is pinned exactly, and the
-console tests check this version's behaviour (widths, sorting, repaints of
-changed and scrolled-to rows).
+Public Textual API only (``ScrollView``, ``render_line``, ``virtual_size``,
+component classes, ``notify_style_update``): tests/test_console_privates.py
+checks that nothing in jobtui/console reaches into Textual's underscored
+internals. The look is DataTable's (styles/app.tcss: ``jobtable--*``
+component classes over theme variables), so every built-in theme works.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
+from rich.padding import Padding
+from rich.segment import Segment
 from rich.style import Style
-from textual._two_way_dict import TwoWayDict
-from textual.binding import Binding
-from textual.color import Color, ColorParseError
-from textual.geometry import Region
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import DataTable
-from textual.widgets._data_table import Row, RowRenderables
-from textual.widgets.data_table import ColumnKey, RowKey
+from textual.renderables.styled import Styled
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from jobtui.console.widgets.job_cells import (
     COLUMNS,
@@ -38,28 +45,81 @@ from jobtui.console.widgets.job_cells import (
     Prepared,
     RowCells,
     Shown,
+    column_keys,
     render,
     row_cells,
-    table_keys,
-    widths,
 )
 from jobtui.core.model import Job, Status
 
-__all__ = ["COLUMNS", "SORTS", "SORT_CYCLE", "JobTable", "Prepared"]
+__all__ = ["COLUMNS", "SORTS", "SORT_CYCLE", "JobColumn", "JobTable", "Prepared"]
+
+PADDING = 1  # blank cells each side of a cell, as DataTable's cell_padding
+# Above this many rows changing their place at once, one sort of the whole order beats
+# moving each row (a list insertion moves every row after it).
+INSERT_LIMIT = 64
+# Theme variables the cells name (jobtui.console.formatting), each a component class.
+COLOUR_VARIABLES = ("success", "warning", "error", "accent", "primary", "foreground-muted")
 
 
-class JobTable(DataTable[Cell]):
-    """Every job as one row, refreshed in place so cursor, scroll and sort survive."""
+@dataclass
+class JobColumn:
+    """A column: its key (``job_cells.COLUMNS``), label, and the widest cell seen so far."""
 
-    BINDINGS = [
+    key: str
+    label: str
+    content_width: int
+
+    @property
+    def render_width(self) -> int:
+        return self.content_width + 2 * PADDING
+
+
+class JobTable(ScrollView, can_focus=True):
+    """Every job as one row, drawn only when on screen; cursor, scroll and sort survive
+    refreshes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "cycle_sort", "Sort", id="sort", tooltip="Cycle the sort column"),
+        Binding("g,home,ctrl+home", "top", "Top", id="top", show=False),
+        Binding("G,end,ctrl+end", "bottom", "Bottom", id="bottom", show=False),
+        Binding("enter", "select", "Select", show=False),
+        Binding("up", "cursor_up", "Cursor up", show=False),
+        Binding("down", "cursor_down", "Cursor down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("left", "scroll_left", "Scroll left", show=False),
+        Binding("right", "scroll_right", "Scroll right", show=False),
     ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "jobtable--header",
+        "jobtable--cursor",
+        "jobtable--even-row",
+        "jobtable--odd-row",
+        *(f"jobtable--{variable}" for variable in COLOUR_VARIABLES),
+    }
+    """
+    | Class | Description |
+    | :- | :- |
+    | `jobtable--header` | The header row. |
+    | `jobtable--cursor` | The cursor row. |
+    | `jobtable--even-row`, `jobtable--odd-row` | Zebra stripes (rows counted from 0). |
+    | `jobtable--success` ... | A cell's colour, named after its theme variable. |
+    """
 
     sort_by: reactive[str] = reactive("name")
     """The job attribute rows are sorted by (see SORT_CYCLE)."""
 
     filter_text: reactive[str] = reactive("")
     """Only rows whose name, owner or status contains this text (case-insensitive)."""
+
+    class Selected(Message):
+        """Enter, or a click on the cursor row: the job is chosen (the main screen opens
+        its details)."""
+
+        def __init__(self, job: Job) -> None:
+            super().__init__()
+            self.job = job
 
     def __init__(
         self,
@@ -68,28 +128,71 @@ class JobTable(DataTable[Cell]):
         all_owners: bool = False,
         id: str | None = None,
     ) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        super().__init__(id=id)
         self.clock = clock
         self.all_owners = all_owners
         self.jobs: dict[int, Job] = {}
         self.counts: Counter[Status] = Counter()  # kept up to date by apply/remove
         self._running_ids: set[int] = set()
-        self._cells: dict[int, RowCells] = {}  # every job's latest cells, shown or filtered out
-        self._keys: dict[int, RowKey] = {}  # shown job id -> its row key
-        self._sort_keys: dict[int, Any] = {}  # shown job id -> its key for sort_by
-        self._column_keys = table_keys(all_owners)
-        self._name_column = ColumnKey("name")
-        self._styles: dict[str, Style] = {}
-        self._swapped: set[RowKey] = set()  # rows whose cells changed since the last repaint
-        self._swapped_cells: set[tuple[RowKey, ColumnKey]] = set()  # and those cells
-        self._widened = False
-
-    def on_mount(self) -> None:
+        self._keys = column_keys(all_owners)
         labels = dict(COLUMNS)
-        for key in self._column_keys:
-            self.add_column(labels[key.value], key=key.value)
-        self._load_styles()
-        self.app.theme_changed_signal.subscribe(self, self._on_theme_changed)
+        self.columns: dict[str, JobColumn] = {
+            key: JobColumn(key, labels[key], len(labels[key])) for key in self._keys
+        }
+        self._order: list[int] = []  # shown job ids, in display order
+        self._shown: set[int] = set()  # the ids in _order (sort keys are made when needed)
+        self._cursor = 0  # the cursor's row index
+        self._cursor_id: int | None = None  # the job under it, followed across re-sorts
+        self._cells: dict[int, RowCells] = {}  # cells drawn since the clock last ticked
+        self._lines: dict[tuple[Any, ...], Strip] = {}  # rows drawn, until they change
+        self._segments: dict[tuple[Any, ...], list[Segment]] = {}  # cells alike drawn once
+        self._colours: dict[str, Style] = {}
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def row_count(self) -> int:
+        """How many rows are shown (the filter lets them through)."""
+        return len(self._order)
+
+    @property
+    def cursor_row(self) -> int:
+        return self._cursor
+
+    @property
+    def ordered_columns(self) -> list[JobColumn]:
+        return [self.columns[key] for key in self._keys]
+
+    def current_job(self) -> Job | None:
+        """The job under the cursor."""
+        if not self._order:
+            return None
+        return self.jobs.get(self._order[min(self._cursor, len(self._order) - 1)])
+
+    def visible_jobs(self) -> list[Job]:
+        """The shown jobs in display order."""
+        jobs = self.jobs
+        return [jobs[job_id] for job_id in self._order]
+
+    def cells(self, job_id: int) -> dict[str, Cell]:
+        """A job's cells by column key, as the table draws them now."""
+        return dict(zip(self._keys, self._row_cells(job_id), strict=True))
+
+    def select_job(self, job_id: int) -> None:
+        """Put the cursor on ``job_id``'s row (when shown) and scroll it into view."""
+        if job_id in self._shown:
+            self.move_cursor(self._order.index(job_id))
+
+    def move_cursor(self, row: int, *, scroll: bool = True) -> None:
+        """Put the cursor on row ``row`` (clamped to the rows shown)."""
+        row = max(0, min(row, len(self._order) - 1))
+        old = self._cursor
+        self._cursor = row
+        self._cursor_id = self._order[row] if self._order else None
+        if old != row:
+            self._refresh_rows((old, row))
+        if scroll:
+            self._scroll_to_cursor()
 
     # ------------------------------------------------------------------ data in
 
@@ -108,7 +211,15 @@ class JobTable(DataTable[Cell]):
         """
         jobs = self.jobs
         if jobs:  # (the first load of an empty table keeps every row)
-            changed = [job for job in changed if jobs.get(job.id) != job]
+            # A row read again has a new ``updated`` (compared first: one datetime, where
+            # comparing whole Jobs costs ~10 ms per 1,000 rows).
+            changed = [
+                job
+                for job in changed
+                if (shown := jobs.get(job.id)) is None
+                or shown.updated != job.updated
+                or shown != job
+            ]
         self.apply(changed, ids, prepared)
         return changed
 
@@ -119,120 +230,78 @@ class JobTable(DataTable[Cell]):
         prepared: Prepared | None = None,
     ) -> None:
         """Apply a refresh: changed rows in place, removed ids out, new rows in."""
-        ready = prepared.rows if prepared is not None else {}
         keys_ready = (
             prepared.sort_keys if prepared is not None and prepared.sort_by == self.sort_by else {}
         )
         sort_fn = SORTS[self.sort_by]
         needle = self.filter_text.strip().lower()
-        now: datetime | None = None
         added: list[int] = []
-        gone: list[int] = []
-        resort = False
-        # Locals: this loop runs once per changed job (1,000 in the benchmark's refresh).
-        jobs, all_cells, keys, sort_keys = self.jobs, self._cells, self._keys, self._sort_keys
-        track, matches, swap = self._track, self._matches, self._swap
+        moved: list[int] = []
+        gone: set[int] = set()
+        touched: list[int] = []
+        # Locals: this loop runs once per changed job (100,000 at the first load).
+        jobs, shown, cells = self.jobs, self._shown, self._cells
+        track, matches = self._track, self._matches
         for job in changed:
             job_id = job.id
             if ids is not None and job_id not in ids:
                 continue
-            track(jobs.get(job_id), job)
+            old = jobs.get(job_id)
+            track(old, job)
             jobs[job_id] = job
-            cells = ready.get(job_id)
-            if cells is None:
-                now = now or self.clock()
-                cells = row_cells(job, now, all_owners=self.all_owners)
-            shown = all_cells.get(job_id)
-            all_cells[job_id] = cells
+            cells.pop(job_id, None)
             visible = matches(job, needle)
-            row_key = keys.get(job_id)
-            if row_key is not None:
+            if job_id in shown:
                 if not visible:
-                    gone.append(job_id)
+                    gone.add(job_id)
                     continue
-                if shown != cells:
-                    swap(row_key, shown, cells)
-                sort_key = keys_ready[job_id] if job_id in keys_ready else sort_fn(job)
-                if sort_keys.get(job_id) != sort_key:
-                    sort_keys[job_id] = sort_key
-                    resort = True
+                touched.append(job_id)
+                key = keys_ready[job_id] if job_id in keys_ready else sort_fn(job)
+                if old is None or sort_fn(old) != key:
+                    moved.append(job_id)
             elif visible:
                 added.append(job_id)
         if ids is not None:
-            for job_id in [i for i in self.jobs if i not in ids]:
-                self._track(self.jobs.pop(job_id), None)
-                self._cells.pop(job_id, None)
-                if job_id in self._keys:
-                    gone.append(job_id)
-        if gone:
-            self._remove_rows(gone)
-        if added:
-            all_ready = prepared is not None and len(added) == len(ready)
-            self._append_rows(
-                added,
-                prepared.widths if all_ready else None,
-                keys_ready,
-                prepared.new_rows if prepared is not None else {},
-            )
-            resort = True
-        self._flush()
-        if resort:
-            self._sort()
+            for job_id in [i for i in jobs if i not in ids]:
+                track(jobs.pop(job_id), None)
+                cells.pop(job_id, None)
+                if job_id in shown:
+                    gone.add(job_id)
+        widened = self._widen(prepared.widths if prepared is not None else ())
+        if gone or added or moved:
+            self._reorder(gone, added, moved, keys_ready)
+        elif widened:
+            self._redraw()
+        elif touched:
+            self._refresh_jobs(touched)
 
     def remove_job(self, job_id: int) -> None:
         self._track(self.jobs.pop(job_id, None), None)
         self._cells.pop(job_id, None)
-        if job_id in self._keys:
-            self._remove_rows([job_id])
+        if job_id in self._shown:
+            self._reorder({job_id}, [], [], {})
 
     def tick(self) -> None:
-        """Advance the time columns (ages, countdowns, elapsed) of visible and running rows."""
-        now = self.clock()
-        targets = set(self._running_ids)
+        """Advance the time columns (ages, countdowns, elapsed) of the rows on screen: their
+        cells are made again and only the rows whose cells changed are repainted (a row
+        scrolled to later is made when drawn)."""
+        drawn, self._cells = self._cells, {}
+        if not self.is_mounted or not self._order:
+            return
         top = int(self.scroll_y)
-        for row in self.ordered_rows[top : top + self.size.height + 1]:
-            if row.key.value is not None:
-                targets.add(int(row.key.value))
-        for job_id in targets:
-            job = self.jobs.get(job_id)
-            row_key = self._keys.get(job_id)
-            if job is not None and row_key is not None:
-                cells = row_cells(job, now, all_owners=self.all_owners)
-                shown = self._cells.get(job_id)
-                self._cells[job_id] = cells
-                self._swap(row_key, shown, cells)
-        self._flush()
-
-    # ------------------------------------------------------------------ reading
-
-    def current_job(self) -> Job | None:
-        """The job under the cursor."""
-        if not self.row_count:
-            return None
-        try:
-            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
-        except Exception:  # no valid cursor position (empty table)
-            return None
-        return self.jobs.get(int(key.value)) if key.value is not None else None
-
-    def visible_jobs(self) -> list[Job]:
-        """The shown jobs in display order."""
-        return [self.jobs[int(r.key.value)] for r in self.ordered_rows if r.key.value is not None]
-
-    def select_job(self, job_id: int) -> None:
-        row_key = self._keys.get(job_id)
-        index = self._row_locations.get(row_key) if row_key is not None else None
-        if index is not None:
-            self.move_cursor(row=index)
+        changed = [
+            job_id
+            for job_id in self._order[top : top + self.size.height]
+            if drawn.get(job_id) != self._row_cells(job_id)
+        ]
+        if changed:
+            self._refresh_jobs(changed)
 
     # ------------------------------------------------------------------ watchers
 
     def watch_sort_by(self) -> None:
         if self.is_mounted:
-            sort_fn = SORTS[self.sort_by]
-            jobs = self.jobs
-            self._sort_keys = {job_id: sort_fn(jobs[job_id]) for job_id in self._keys}
-            self._sort()
+            self._rebuild()
 
     def watch_filter_text(self) -> None:
         if self.is_mounted:
@@ -246,33 +315,188 @@ class JobTable(DataTable[Cell]):
         self.sort_by = SORT_CYCLE[(index + 1) % len(SORT_CYCLE)]
         self.notify(f"sorted by {self.sort_by}", timeout=2)
 
+    def action_top(self) -> None:
+        """Go to the first row."""
+        self.move_cursor(0)
+
+    def action_bottom(self) -> None:
+        """Go to the last row."""
+        self.move_cursor(len(self._order) - 1)
+
+    def action_select(self) -> None:
+        """Choose the job under the cursor (the main screen opens its details)."""
+        job = self.current_job()
+        if job is not None:
+            self.post_message(self.Selected(job))
+
+    def action_cursor_up(self) -> None:
+        self.move_cursor(self._cursor - 1)
+
+    def action_cursor_down(self) -> None:
+        self.move_cursor(self._cursor + 1)
+
+    def action_page_up(self) -> None:
+        page = self._page_rows()
+        self.scroll_to(y=max(0, self.scroll_y - page), animate=False, immediate=True)
+        self.move_cursor(self._cursor - page)
+
+    def action_page_down(self) -> None:
+        page = self._page_rows()
+        self.scroll_to(y=self.scroll_y + page, animate=False, immediate=True)
+        self.move_cursor(self._cursor + page)
+
+    # ------------------------------------------------------------------ events
+
+    def on_click(self, event: events.Click) -> None:
+        """A click moves the cursor to the row; a click on the cursor row chooses its job."""
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y < 1:  # the header
+            return
+        row = int(self.scroll_y) + offset.y - 1
+        if not 0 <= row < len(self._order):
+            return
+        event.stop()
+        if row == self._cursor:
+            self.action_select()
+        else:
+            self.move_cursor(row)
+
+    def on_resize(self, _event: events.Resize) -> None:
+        self._lines.clear()
+        self._update_virtual_size()
+
+    def on_focus(self, _event: events.Focus) -> None:
+        self._lines.clear()
+
+    def on_blur(self, _event: events.Blur) -> None:
+        self._lines.clear()
+
+    def notify_style_update(self) -> None:
+        """The CSS changed (a theme, focus): the cells' colours and rows drawn are stale."""
+        super().notify_style_update()
+        self._colours = {}
+        self._lines.clear()
+        self._segments.clear()
+
     # ------------------------------------------------------------------ painting
 
-    def _compute_row_renderables(self, row_index: int) -> RowRenderables:
-        """A row's Texts, made now that it is painted (the header row: DataTable's own)."""
-        if row_index < 0:
-            return super()._compute_row_renderables(row_index)
-        row_key = self._row_locations.get_key(row_index)
-        cells = self._data.get(row_key) if row_key is not None else None
-        if cells is None:
-            return RowRenderables(None, [])
-        styles = self._styles
-        name = self._name_column
-        return RowRenderables(
-            None,
-            [
-                render(cells[column.key], styles, name=column.key == name)
+    def render_line(self, y: int) -> Strip:
+        """Line ``y`` of the widget: the header, or the row scrolled to that line."""
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.size.width
+        if y == 0:
+            strip = self._header_strip()
+        else:
+            index = scroll_y + y - 1
+            if index >= len(self._order):
+                return Strip.blank(width, self.rich_style)
+            strip = self._row_strip(index)
+        return strip.crop(scroll_x, scroll_x + width).adjust_cell_length(width, self.rich_style)
+
+    def _header_strip(self) -> Strip:
+        key = ("header", self.size.width)
+        strip = self._lines.get(key)
+        if strip is None:
+            style = self.get_component_styles("jobtable--header").rich_style
+            cells = [
+                self._render_cell(Text(column.label), column.render_width, style, Style.null())
                 for column in self.ordered_columns
-            ],
-        )
+            ]
+            strip = self._lines[key] = self._strip(-1, cells, style)
+        return strip
 
-    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
-        """Only the virtual size: column widths are kept current by ``apply`` and ``tick``.
+    def _row_strip(self, index: int) -> Strip:
+        job_id = self._order[index]
+        cursor = index == self._cursor
+        key = (job_id, index % 2, cursor, self.size.width)
+        strip = self._lines.get(key)
+        if strip is None:
+            cells = self._row_cells(job_id)
+            row_style = self.get_component_styles(
+                "jobtable--odd-row" if index % 2 else "jobtable--even-row"
+            ).rich_style
+            post = Style.null()
+            extend = row_style
+            if cursor:
+                cursor_style = self.get_component_rich_style("jobtable--cursor")
+                row_style = row_style + cursor_style
+                extend = row_style
+                post = Style.from_color(color=cursor_style.color)
+            colours = self._colour_styles()
+            texts = [
+                self._segments_of(cell, column, row_style, post, colours)
+                for cell, column in zip(cells, self.ordered_columns, strict=True)
+            ]
+            strip = self._lines[key] = self._strip(index, texts, extend)
+        return strip
 
-        DataTable would measure every cell of every new row through Rich
-        (seconds for a 10,000-job table); the widths here come with the cells.
+    def _strip(self, row: int, cells: list[list[Segment]], extend: Style) -> Strip:
+        """A whole row: its cells, then blanks to the widget's width in ``extend``.
+
+        Each cell's segments carry its (row, column) as DataTable's do, so a row's
+        cells stay apart as segments (screenshots come out as DataTable's did).
         """
-        super()._update_dimensions(())
+        segments: list[Segment] = []
+        total = 0
+        for column_index, (cell, column) in enumerate(
+            zip(cells, self.ordered_columns, strict=True)
+        ):
+            meta = Style.from_meta({"row": row, "column": column_index})
+            segments.extend(Segment(text, style + meta) for text, style, _ in cell)
+            total += column.render_width
+        remaining = max(0, self.size.width - total)
+        if remaining:
+            meta = Style.from_meta({"row": row, "column": 0, "out_of_bounds": True})
+            segments.append(Segment(" " * remaining, extend + meta))
+        return Strip(segments).simplify()
+
+    def _segments_of(
+        self,
+        cell: Cell,
+        column: JobColumn,
+        row_style: Style,
+        post: Style,
+        colours: dict[str, Style],
+    ) -> list[Segment]:
+        """A cell drawn as DataTable draws one (cells alike are drawn once)."""
+        name = column.key == "name"
+        width = column.render_width
+        key = (cell, width, row_style, post, name)
+        segments = self._segments.get(key)
+        if segments is None:
+            if len(self._segments) > 20_000:
+                self._segments.clear()
+            text = render(cell, colours, name=name)
+            segments = self._segments[key] = self._render_cell(text, width, row_style, post)
+        return segments
+
+    def _render_cell(self, text: Text, width: int, pre: Style, post: Style) -> list[Segment]:
+        options = self.app.console_options.update_dimensions(width, 1).update(no_wrap=True)
+        lines = self.app.console.render_lines(
+            Styled(Padding(text, (0, PADDING)), pre_style=pre, post_style=post), options
+        )
+        return lines[0]
+
+    def _colour_styles(self) -> dict[str, Style]:
+        """Theme variable -> the colour its component class gives (styles/app.tcss)."""
+        if not self._colours:
+            self._colours = {
+                variable: self.get_component_rich_style(f"jobtable--{variable}", partial=True)
+                for variable in COLOUR_VARIABLES
+            }
+        return self._colours
+
+    def _row_cells(self, job_id: int) -> RowCells:
+        """A job's cells now (made when first drawn after a clock tick or a change); a cell
+        wider than its column widens it."""
+        cells = self._cells.get(job_id)
+        if cells is None:
+            cells = self._cells[job_id] = row_cells(
+                self.jobs[job_id], self.clock(), all_owners=self.all_owners
+            )
+            if self._widen([cell.width for cell in cells]):
+                self.call_later(self._redraw)
+        return cells
 
     # ------------------------------------------------------------------ internals
 
@@ -298,210 +522,120 @@ class JobTable(DataTable[Cell]):
             if new.running:
                 self._running_ids.add(new.id)
 
-    def _swap(self, row_key: RowKey, shown: RowCells | None, cells: RowCells) -> None:
-        """Put the cells that differ from ``shown`` into the row; ``_flush`` repaints once.
-
-        ``shown`` is what the row holds (``_cells`` and ``_data`` agree for shown
-        rows), compared as plain tuples: most cells of a changed row are equal.
-        """
-        if shown == cells:
-            return
-        data = self._data[row_key]
-        swapped = False
-        column_keys = self._column_keys
-        columns = self.columns
-        swapped_cells = self._swapped_cells
-        for i, cell in enumerate(cells):
-            if shown is None or shown[i] != cell:
-                column_key = column_keys[i]
-                data[column_key] = cell
-                column = columns[column_key]
-                # Widths only grow: shrinking would mean measuring the whole column.
-                width = cell.width
-                if width > column.content_width:
-                    column.content_width = width
-                    self._widened = True
-                swapped_cells.add((row_key, column_key))
-                swapped = True
-        if swapped:
-            self._swapped.add(row_key)
-
-    def _append_rows(
-        self,
-        job_ids: list[int],
-        column_widths: list[int] | None,
-        sort_keys: dict[int, Any],
-        new_rows: dict[int, tuple[RowKey, dict[ColumnKey, Cell]]] | None = None,
-    ) -> None:
-        """``DataTable.add_row`` for many rows at once (its per-row work is per call here).
-
-        ``new_rows``: rows made in the refresh thread (``Prepared.new_rows``), used when
-        they hold the cells the table has for the job.
-        """
-        locations = self._row_locations
-        data = self._data
-        rows = self.rows
-        keys = self._keys
-        all_cells = self._cells
-        all_sort_keys = self._sort_keys
-        column_keys = self._column_keys
-        sort_fn = SORTS[self.sort_by]
-        made = new_rows or {}
-        was_empty = not rows
-        index = len(rows)
-        for job_id in job_ids:
-            cells = all_cells[job_id]
-            ready = made.get(job_id)
-            if ready is not None and ready[1][column_keys[0]] is cells[0]:
-                row_key, row_data = ready
-            else:
-                row_key = RowKey(str(job_id))
-                row_data = dict(zip(column_keys, cells, strict=True))
-            keys[job_id] = row_key
-            locations[row_key] = index
-            index += 1
-            data[row_key] = row_data
-            rows[row_key] = Row(row_key, 1)
-            all_sort_keys[job_id] = (
-                sort_keys[job_id] if job_id in sort_keys else sort_fn(self.jobs[job_id])
-            )
-        if column_widths is None:
-            column_widths = widths((self._cells[i] for i in job_ids), len(column_keys))
-        for column_key, width in zip(column_keys, column_widths, strict=True):
-            column = self.columns[column_key]
+    def _widen(self, widths: Iterable[int]) -> bool:
+        """Columns only widen (narrowing would mean measuring every row again)."""
+        widened = False
+        for column, width in zip(self.ordered_columns, widths, strict=False):
             if width > column.content_width:
                 column.content_width = width
-                self._widened = True
-        self._update_count += 1
-        self._require_update_dimensions = True
-        self.cursor_coordinate = self.cursor_coordinate
-        if was_empty and self.show_cursor and self.cursor_type != "none":
-            self._highlight_cursor()
-        self.check_idle()
-        self.refresh()
+                widened = True
+        return widened
 
-    def _remove_rows(self, job_ids: Iterable[int]) -> None:
-        """``DataTable.remove_row`` for many rows at once (it renumbers every row per call).
+    def _reorder(
+        self, gone: set[int], added: list[int], moved: list[int], keys_ready: dict[int, Any]
+    ) -> None:
+        """Rows out, rows in, rows whose sort key changed to their new places; the cursor
+        stays on its job when that job is still shown. ``keys_ready``: sort keys the
+        refresh thread made (the others are made here, and none is kept)."""
+        order = self._order
+        shown = self._shown
+        shown -= gone
+        shown.update(added)
+        jobs = self.jobs
+        sort_fn = SORTS[self.sort_by]
 
-        The cursor stays on its job when that job is still shown (rows above it going
-        would otherwise move it onto another job).
-        """
-        current = self.current_job()
-        doomed: set[RowKey] = set()
-        for job_id in job_ids:
-            row_key = self._keys.pop(job_id, None)
-            if row_key is None:
-                continue
-            doomed.add(row_key)
-            self._sort_keys.pop(job_id, None)
-            del self.rows[row_key]
-            del self._data[row_key]
-        if not doomed:
-            return
-        locations = self._row_locations
-        order = [locations.get_key(i) for i in range(len(locations))]
-        self._row_locations = TwoWayDict(
-            {key: i for i, key in enumerate(k for k in order if k not in doomed)}
-        )
-        self._swapped -= doomed
-        self._swapped_cells = {c for c in self._swapped_cells if c[0] not in doomed}
-        self._new_rows -= doomed
-        self._updated_cells = {c for c in self._updated_cells if c.row_key not in doomed}
-        self.cursor_coordinate = self.cursor_coordinate
-        self.hover_coordinate = self.hover_coordinate
-        self._update_count += 1
-        self._require_update_dimensions = True
-        self.check_idle()
-        self.refresh(layout=True)
-        if current is not None and current.id in self._keys:
-            self.select_job(current.id)
+        def key(job_id: int) -> Any:
+            ready = keys_ready.get(job_id)
+            return ready if ready is not None else sort_fn(jobs[job_id])
 
-    def _flush(self) -> None:
-        """Repaint what ``_swap`` changed: only those rows, and only if on screen.
-
-        The cell contents changed but not the rows' order or heights, so
-        DataTable's update counter (which every render cache is keyed on, and
-        whose change makes it rebuild its row offsets for all rows) is left
-        alone; the cached renderings of the changed rows are dropped instead.
-        A widened column changes every row's layout: then everything is redrawn.
-        """
-        if self._widened:
-            self._widened = False
-            self._swapped.clear()
-            self._swapped_cells.clear()
-            self._update_count += 1
-            self._require_update_dimensions = True
-            self.check_idle()
-            self.refresh()
-            return
-        if not self._swapped:
-            return
-        swapped, self._swapped = self._swapped, set()
-        cells, self._swapped_cells = self._swapped_cells, set()
-        locations = self._row_locations
-        indexes = {locations.get(key) for key in swapped}
-        indexes.discard(None)
-        header = self.header_height if self.show_header else 0
-        lines = {index + header for index in indexes}  # every row is one line high
-        _drop(self._cell_render_cache, lambda k: (k[0], k[1]) in cells)  # (row, column, ...)
-        _drop(self._row_render_cache, lambda k: k[0] in swapped)  # (row key, line in row, ...)
-        _drop(self._row_renderable_cache, lambda k: k[1] in indexes)  # (update count, index)
-        _drop(self._line_cache, lambda k: k[0] in lines)  # (line, ...)
-        top = int(self.scroll_y)
-        bottom = top + self.size.height  # a property that walks the DOM: read it once
-        on_screen = [i for i in indexes if top <= i <= bottom]
-        if on_screen:
-            width = max(self.size.width, self.virtual_size.width)
-            first, last = min(on_screen), max(on_screen)
-            self._refresh_region(Region(0, first + header, width, last - first + 1))
-
-    def _sort(self) -> None:
-        current = self.current_job()
-        sort_keys = self._sort_keys
-        keys = self._keys
-        order = sorted(sort_keys, key=sort_keys.__getitem__)
-        self._row_locations = TwoWayDict({keys[job_id]: i for i, job_id in enumerate(order)})
-        self._update_count += 1
-        self.refresh()
-        if current is not None:
-            self.select_job(current.id)
+        placing = added + moved
+        if gone or len(placing) > INSERT_LIMIT:
+            leaving = gone.union(moved) if moved else gone
+            order = [job_id for job_id in order if job_id not in leaving] if leaving else order
+            order.extend(placing)
+            order.sort(key=key)
+        else:
+            for job_id in moved:
+                order.remove(job_id)
+            for job_id in placing:
+                bisect.insort(order, job_id, key=key)
+        self._order = order
+        self._follow_cursor()
+        self._redraw()
 
     def _rebuild(self) -> None:
-        """Show the rows the filter lets through (their cells are kept for every job)."""
-        current = self.current_job()
-        self.clear()
-        self._keys.clear()
-        self._sort_keys.clear()
-        self._swapped.clear()
-        self._swapped_cells.clear()
+        """The shown rows again, from every job: a new filter or sort."""
         needle = self.filter_text.strip().lower()
-        matching = [job_id for job_id, job in self.jobs.items() if self._matches(job, needle)]
-        if matching:
-            self._append_rows(matching, None, {})
-        self._sort()
-        if current is not None:
-            self.select_job(current.id)
+        sort_fn = SORTS[self.sort_by]
+        matches = self._matches
+        jobs = self.jobs
+        self._order = sorted(
+            (job_id for job_id, job in jobs.items() if matches(job, needle)),
+            key=lambda job_id: sort_fn(jobs[job_id]),
+        )
+        self._shown = set(self._order)
+        self._follow_cursor()
+        self._redraw()
 
-    def _load_styles(self) -> None:
-        variables = self.app.theme_variables
-        self._styles = {}
-        for name in ("success", "warning", "error", "accent", "primary", "foreground-muted"):
-            value = variables.get(name, "")
-            try:
-                self._styles[name] = Style(color=Color.parse(value).rich_color)
-            except ColorParseError:
-                self._styles[name] = Style(dim=True)
+    def _follow_cursor(self) -> None:
+        """After the order changed: the cursor back on its job, else where it was."""
+        if self._cursor_id is not None and self._cursor_id in self._shown:
+            self._cursor = self._order.index(self._cursor_id)
+        else:
+            self._cursor = max(0, min(self._cursor, len(self._order) - 1))
+            self._cursor_id = self._order[self._cursor] if self._order else None
+        if self.is_mounted:
+            self.call_after_refresh(self._scroll_to_cursor)
 
-    def _on_theme_changed(self, _theme: object) -> None:
-        """Cells name theme variables, not colours: forget every painted row and repaint."""
-        self._load_styles()
-        self._clear_caches()
-        self._update_count += 1
+    def _redraw(self) -> None:
+        self._lines.clear()
+        self._update_virtual_size()
         self.refresh()
 
+    def _update_virtual_size(self) -> None:
+        width = sum(column.render_width for column in self.columns.values())
+        self.virtual_size = Size(width, len(self._order) + 1)  # + the header
 
-def _drop(cache: Any, match: Callable[[Any], bool]) -> None:
-    """Discard a DataTable render cache's entries whose key matches (Textual's LRUCache
-    offers ``keys()`` but no iteration)."""
-    for key in [k for k in cache.keys() if match(k)]:  # noqa: SIM118
-        cache.discard(key)
+    def _page_rows(self) -> int:
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def _scroll_to_cursor(self) -> None:
+        """Scroll so that the cursor row is on screen (below the header)."""
+        if not self._order:
+            return
+        page = self._page_rows()
+        top = int(self.scroll_y)
+        row = self._cursor
+        if row < top:
+            self.scroll_to(y=row, animate=False, immediate=True)
+        elif row >= top + page:
+            self.scroll_to(y=row - page + 1, animate=False, immediate=True)
+
+    def _refresh_rows(self, rows: Iterable[int]) -> None:
+        """Repaint rows by index, if on screen."""
+        top = int(self.scroll_y)
+        height = self.size.height
+        order = self._order
+        rows = [row for row in rows if 0 <= row < len(order)]
+        self._forget({order[row] for row in rows})
+        for row in rows:
+            if top <= row < top + height:
+                self.refresh_line(row + 1)  # (line 0 is the header)
+
+    def _refresh_jobs(self, job_ids: list[int]) -> None:
+        """Repaint the changed jobs' rows that are on screen (the others draw when
+        scrolled to)."""
+        self._forget(set(job_ids))
+        top = int(self.scroll_y)
+        window = self._order[top : top + self.size.height]
+        changed = set(job_ids)
+        for offset, job_id in enumerate(window):
+            if job_id in changed:
+                self.refresh_line(top + offset + 1)
+
+    def _forget(self, job_ids: set[int]) -> None:
+        """Drop the drawn rows of ``job_ids`` (only rows drawn since the last tick are kept:
+        a screenful or a few)."""
+        lines = self._lines
+        for key in [key for key in lines if key[0] in job_ids]:
+            del lines[key]
