@@ -17,6 +17,7 @@ from test_cli import Cli
 from test_console import console, painted, painted_row, select_row, settle, wait_for
 
 from jobtui.console.widgets.job_cells import row_cells
+from jobtui.console.widgets.job_table import JobTable
 from jobtui.core.model import Intent, Outcome, Status, What
 from jobtui.core.schedules import make_schedule
 from jobtui.core.store import open_store
@@ -42,6 +43,14 @@ async def test_a_running_job_paused_broken_and_aborted_says_so_in_its_row(
         assert job.running and job.intent is Intent.PAUSED and job.status is Status.RUNNING
         await wait_for(pilot, lambda: "RUNNING ⏸ paused" in painted_row(app, "long"))
         assert "⏸" not in painted_row(app, "idle")
+        # the filter finds a job by what its row says, the marks included
+        table = app.query_one(JobTable)
+        table.filter_text = "paused"
+        await pilot.pause()
+        assert table.row_count == 1 and "RUNNING ⏸ paused" in painted_row(app, "long")
+        table.filter_text = ""
+        await pilot.pause()
+        assert table.row_count == 2
 
         # the command line: STATUS keeps its one word, the mark is named under the table
         listed = (await asyncio.to_thread(cli, "list")).stdout

@@ -50,6 +50,7 @@ from jobtui.console.widgets.job_cells import (
     row_cells,
 )
 from jobtui.core.model import Job, Status
+from jobtui.core.transitions import status_marks
 
 __all__ = ["COLUMNS", "SORTS", "SORT_CYCLE", "JobColumn", "JobTable", "Prepared"]
 
@@ -510,6 +511,7 @@ class JobTable(ScrollView, can_focus=True):
             needle in job.name.lower()
             or needle in job.owner.lower()
             or needle in job.status.value.lower()
+            or any(needle in mark for mark in status_marks(job))
         )
 
     def _track(self, old: Job | None, new: Job | None) -> None:
