@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection, Engine
 
-from jobtui.core import schema
+from jobtui.core import schema, sharing
 from jobtui.core.backends import Backend
 from jobtui.core.model import Outcome
 from jobtui.core.procinfo import process_alive
@@ -39,6 +39,7 @@ class ReapingPool(Protocol):
     threads: int
     heartbeat_timeout: float
     backend: Backend
+    share: sharing.Share
     _stopping: threading.Event
 
     @property
@@ -104,6 +105,13 @@ class Reaper:
                 log.warning("runner %s was deregistered; registering again", pool.runner_id)
                 self._insert(c, now, stopping=pool._stopping.is_set())
             pool.backend.renew_leases(c, pool.runner_id, pool._lease_end(now))
+            # The live pools, read with each heartbeat: our share of the jobs (sharing.py).
+            rows = c.execute(select(rn.c.id, rn.c.name, rn.c.heartbeat, rn.c.stopping)).all()
+        live = sharing.members(
+            rows, me=pool.runner_id, now=now, timeout=pool.heartbeat_timeout, heartbeat=from_db
+        )
+        if pool.share.update(live):
+            log.info("runner %s shares the jobs with %d pool(s)", pool.runner_id, len(live))
 
     def deregister(self) -> None:
         rn = schema.runner
