@@ -697,6 +697,7 @@ class RunnerPool:
         """Execute claimed runs one after the other (each at its slot), then record them."""
         done: list[Ended] = []
         checked = False
+        runs.sort(key=lambda run: run.job.last_duration is None)  # never run yet: last
         # Only batches of short jobs (more than one run) take part: a job run alone (long,
         # or of unknown duration) neither waits for the others nor makes them wait.
         burst = len(runs) > 1 and any(run.ahead for run in runs)
