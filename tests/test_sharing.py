@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import SimpleNamespace
 
 import pytest
@@ -16,8 +16,8 @@ from procs import check_exclusive, wait_for
 from sqlalchemy import insert, update
 
 from jobtui.core import schema, sharing
-from jobtui.core.model import Outcome, What
-from jobtui.core.runner import MAX_FRESH, RunnerPool
+from jobtui.core.model import Job, Outcome, What
+from jobtui.core.runner import RunnerPool
 from jobtui.core.schedules import make_schedule
 from jobtui.core.sharing import Share, members, owner, rank, ranking
 from jobtui.core.store import JobStore
@@ -265,27 +265,49 @@ def test_a_pool_that_leaves_hands_its_share_over(store: JobStore, pools: list[Ru
     assert {r.runner for r in store.runs(limit=100, all_owners=True)} == {a.runner_id}
 
 
-def test_new_jobs_are_batched_from_their_first_run(
+def known_short(store: JobStore, pools: list[RunnerPool], names: list[str]) -> list[Job]:
+    """Jobs that ran once (a pool runs their first slot now): their duration is known,
+    short. Their next run is an hour away; the pool is stopped."""
+    jobs = [
+        store.submit(name, What("action", "demo.noop"), make_schedule("every", every=3600))
+        for name in names
+    ]
+    pool = start_pool(pools, store, threads=1)
+    assert wait_for(lambda: all(store.get(j.name).last_duration is not None for j in jobs), 20)
+    pool.stop(grace=0)
+    pools.remove(pool)
+    return jobs
+
+
+def due_at(store: JobStore, jobs: list[Job], when: datetime) -> None:
+    j = schema.job
+    with store.write() as conn:
+        conn.execute(update(j).where(j.c.id.in_([x.id for x in jobs])).values(next_run=to_db(when)))
+
+
+def test_new_jobs_join_batches_of_known_ones_from_their_first_run(
     store: JobStore, pools: list[RunnerPool]
 ) -> None:
     make_demo(store)
-    tried = Tried()
-    a = start_pool(pools, store, tried, threads=2)
+    later = make_schedule("once", start=utcnow() + timedelta(hours=1))
+    new = [store.submit(f"n{i}", What("action", "demo.noop"), later) for i in range(4)]
+    known = known_short(store, pools, [f"k{i:02d}" for i in range(20)])
+    assert all(store.get(j.name).last_duration is None for j in new)  # never run
     start = utcnow() + timedelta(seconds=1.5)
-    n = 40
-    jobs = [
-        store.submit(f"b{i:02d}", What("action", "demo.noop"), make_schedule("once", start=start))
-        for i in range(n)
-    ]
-    assert all(store.get(j.name).last_duration is None for j in jobs)  # never run
-    assert wait_for(lambda: all(store.get(j.name).phase == "FINISHED" for j in jobs), 30)
+    due_at(store, [*new, *known], start)
+    tried = Tried()
+    a = start_pool(pools, store, tried, threads=2, owner_share=1)
+    everything = [*new, *known]
+    assert wait_for(lambda: all(store.get(j.name).last_run is not None for j in everything), 20)
+    assert wait_for(lambda: not a.busy(), 10)
     claims = tried.claims[a.runner_id]
-    assert sum(len(c) for c in claims) == n
-    assert max(len(c) for c in claims) == MAX_FRESH  # batched, at most MAX_FRESH new ones
-    assert len(claims) <= n // MAX_FRESH + 2
-    for j in jobs:
-        [run] = store.runs(j.name)
-        assert run.outcome is Outcome.OK and run.scheduled_for == start and run.skipped == 0
+    fresh = {j.id for j in new}
+    # two batches of 10 known jobs (two threads), each with one new job; the others alone
+    assert sorted(len(c) for c in claims) == [1, 1, 11, 11], claims
+    assert all(len(fresh.intersection(c)) == 1 for c in claims)
+    for j in everything:
+        [run] = [r for r in store.runs(j.name) if r.scheduled_for == start]
+        assert run.outcome is Outcome.OK and run.skipped == 0
 
 
 def test_a_new_job_in_a_batch_holds_up_none_of_the_known_ones(
@@ -294,26 +316,13 @@ def test_a_new_job_in_a_batch_holds_up_none_of_the_known_ones(
     """A job never run yet joins a batch of short jobs after them, and their outcomes are
     recorded before it starts: a first run that turns out long delays none of them."""
     make_demo(store)
-    quick = [
-        store.submit(f"q{i}", What("action", "demo.noop"), make_schedule("every", every=3600))
-        for i in range(3)
-    ]
-    # each runs once now (its first slot): its duration is known (short)
-    a = start_pool(pools, store, threads=1)
-    assert wait_for(lambda: all(store.get(j.name).last_duration is not None for j in quick), 20)
-    a.stop(grace=0)
-    pools.clear()
-    tried = Tried()
+    # the lowest id: a batch's order by id would put it first
+    later = make_schedule("once", start=utcnow() + timedelta(hours=1))
+    slow = store.submit("slow", What("action", "demo.sleep", ("4",)), later)
+    quick = known_short(store, pools, ["q0", "q1", "q2"])
     start = utcnow() + timedelta(seconds=1.5)
-    # submitted last, yet the lowest id would not put it first: ids are not the order
-    slow = store.submit(
-        "slow", What("action", "demo.sleep", ("4",)), make_schedule("once", start=start)
-    )
-    j = schema.job
-    with store.write() as conn:  # the quick ones' next slot: the new job's first
-        conn.execute(
-            update(j).where(j.c.id.in_([q.id for q in quick])).values(next_run=to_db(start))
-        )
+    due_at(store, [slow, *quick], start)
+    tried = Tried()
     b = start_pool(pools, store, tried, threads=1)
     assert wait_for(lambda: store.get("slow").running, 20)
     # one batch, the new job last, the known ones recorded while it still runs

@@ -66,8 +66,7 @@ MIN_PASS = 0.02  # seconds between two scheduler passes a worker asked for
 DEFAULT_LEAD = 0.25  # seconds: a slot due this soon is claimed now and executed at its time
 BURST_WAIT = 0.2  # seconds: the longest a batch's recording waits for a slot's other batches
 SHORT_RUN = 0.1  # seconds: a job whose last run took less may be batched
-MAX_FRESH = 8  # jobs of unknown duration (never run yet) in one batch, after the known ones
-FRESH_GUESS = BATCH_BUDGET / MAX_FRESH  # seconds: what such a job counts for in a batch
+FRESH_GUESS = SHORT_RUN  # seconds a job never run yet counts for in a batch's budget
 RECONNECT_CAP = 5.0
 PRUNE_MAX_BATCHES = 20  # per housekeeping pass; the rest goes in the next one
 
@@ -399,7 +398,7 @@ class RunnerPool:
         earliest: datetime | None = first_later
         due: list[tuple[float, int]] = []
         short: dict[int, float] = {}  # job id -> its last run's duration (FRESH_GUESS: none)
-        fresh: set[int] = set()  # never run yet: batched, after a batch's known jobs
+        fresh: set[int] = set()  # never run yet: one at the end of a batch, or alone
         owners: dict[int, str] = {}
         for row in rows:
             jid = int(row.id)
@@ -486,11 +485,12 @@ class RunnerPool:
         the owner may hold at once: larger batches' claims lock by a table scan once
         they name a large part of the table, and deadlocked in the benchmark.)
 
-        Jobs never run yet (``fresh``: no known duration) fill the room the known ones
-        leave in a batch, each counted as FRESH_GUESS, at most MAX_FRESH a batch and
-        always after the known ones; the rest go in batches of MAX_FRESH. The batch
-        records what ran before each of them first (``_run_batch``), so a new job that
-        turns out long holds up only the new jobs behind it.
+        A job never run yet (``fresh``: no known duration) joins a batch whose known
+        durations leave room for FRESH_GUESS more, one a batch, last: the batch records
+        the known runs before it starts (``_run_batch``), so a first run that turns out
+        long (or endless) delays no other job. The others run alone. (Batches of new
+        jobs only were tried: one long first run held up the others behind it, in
+        tests/test_sharing_procs.py for 12 s, and an endless one would for ever.)
         """
         quick: dict[str, list[int]] = {}
         new: dict[str, list[int]] = {}
@@ -511,12 +511,12 @@ class RunnerPool:
                 batches = [ids[i : i + size] for i in range(0, len(ids), size)]
             rest = new.get(owner, [])
             for batch in batches:
+                if not rest:
+                    break
                 room = BATCH_BUDGET - sum(short[jid] for jid in batch)
-                k = min(MAX_FRESH, MAX_BATCH - len(batch), int(room / FRESH_GUESS + 1e-9))
-                if k > 0 and rest:
-                    batch.extend(rest[:k])
-                    rest = rest[k:]
-            batches.extend(rest[i : i + MAX_FRESH] for i in range(0, len(rest), MAX_FRESH))
+                if room >= FRESH_GUESS - 1e-9 and len(batch) < MAX_BATCH:
+                    batch.append(rest.pop(0))
+            batches.extend([jid] for jid in rest)
             for batch in batches:
                 self._queue.put(("run", batch), owner)
 
