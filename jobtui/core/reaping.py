@@ -73,7 +73,9 @@ class Reaper:
 
     def register(self) -> None:
         with self.pool._write() as c:
-            self._insert(c, self.pool.now(), stopping=False)
+            now = self.pool.now()
+            self._insert(c, now, stopping=False)
+            self._read_members(c, now)  # before the first pass: our share from the start
 
     def _insert(self, c: Connection, now: datetime, *, stopping: bool) -> None:
         pool = self.pool
@@ -105,8 +107,13 @@ class Reaper:
                 log.warning("runner %s was deregistered; registering again", pool.runner_id)
                 self._insert(c, now, stopping=pool._stopping.is_set())
             pool.backend.renew_leases(c, pool.runner_id, pool._lease_end(now))
-            # The live pools, read with each heartbeat: our share of the jobs (sharing.py).
-            rows = c.execute(select(rn.c.id, rn.c.name, rn.c.heartbeat, rn.c.stopping)).all()
+            self._read_members(c, now)
+
+    def _read_members(self, c: Connection, now: datetime) -> None:
+        """The live pools, read with each heartbeat: our share of the jobs (sharing.py)."""
+        pool = self.pool
+        rn = schema.runner
+        rows = c.execute(select(rn.c.id, rn.c.name, rn.c.heartbeat, rn.c.stopping)).all()
         live = sharing.members(
             rows, me=pool.runner_id, now=now, timeout=pool.heartbeat_timeout, heartbeat=from_db
         )

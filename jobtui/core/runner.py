@@ -488,9 +488,9 @@ class RunnerPool:
         A job never run yet (``fresh``: no known duration) joins a batch whose known
         durations leave room for FRESH_GUESS more, one a batch, last: the batch records
         the known runs before it starts (``_run_batch``), so a first run that turns out
-        long (or endless) delays no other job. The others run alone. (Batches of new
-        jobs only were tried: one long first run held up the others behind it, in
-        tests/test_sharing_procs.py for 12 s, and an endless one would for ever.)
+        long (or endless) delays no other job. The others run alone. (Not batches of new
+        jobs only: one long first run would hold up every new job behind it, for ever
+        if it never ends.)
         """
         quick: dict[str, list[int]] = {}
         new: dict[str, list[int]] = {}
