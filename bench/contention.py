@@ -1,7 +1,7 @@
 """Two pools on one database: how often each tries a job the other one runs.
 
-N jobs ``call <db>.fire(i)`` every second for T seconds (after one warm-up slot
-each, so their durations are known), run by ``--pools`` runner pools in this
+N jobs ``call <db>.fire(i)`` every second for T seconds (after ``--warmup``
+slots, not counted: the jobs' first runs), run by ``--pools`` runner pools in this
 process (``--threads`` each). Each pool's claims are counted as they are asked
 for: the job ids tried, those declined (taken by the other pool first, or not
 due any more), and the runs. Without sharing every pool tries every due job
@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=int, default=10)
     p.add_argument("--pools", type=int, default=2)
     p.add_argument("--threads", type=int, default=4)
+    p.add_argument(
+        "--warmup", type=int, default=2, help="first slots not counted (the jobs' first runs)"
+    )
     p.add_argument("--server", default=None, help="MariaDB URL without database")
     p.add_argument("--database", default="jobtui_contention", help="scratch database")
     args = p.parse_args(argv)
@@ -54,11 +57,14 @@ def main(argv: list[str] | None = None) -> int:
         cur.execute("CREATE PROCEDURE fire(IN j INT) INSERT INTO ledger VALUES (j, NOW(6))")
     url = c.db_url(server)
     store = open_store(url)
-    start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=3)
-    finish = start + timedelta(seconds=args.seconds + 0.5)  # warm-up slot + T measured
-    sched = make_schedule("every", every=1, start=start, finish=finish)
+    sched = make_schedule("every", every=1)  # first slot set below, for every job at once
     for i in range(args.jobs):
         store.submit(f"c{i}", What("call", f"{c.BENCH_DB}.fire", (str(i),)), sched)
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=3)
+    with conn.cursor() as cur:  # every job's first slot (submitting took a while)
+        cur.execute("UPDATE jobtui_job SET next_run = %s", (start.replace(tzinfo=None),))
+    counted = start + timedelta(seconds=args.warmup - 0.5)
+    end = counted + timedelta(seconds=args.seconds)
     counts: list[dict[str, int]] = []
     lock = threading.Lock()
     pools: list[Any] = []
@@ -69,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
 
         def counting(session: Any, job_ids: list[int], *, lead: Any, _c=claim, _t=tally) -> Any:
             runs, declined = _c(session, job_ids, lead=lead)
+            if not counted <= datetime.now(UTC) < end:
+                return runs, declined
             with lock:
                 _t["claims"] += 1
                 _t["tried"] += len(job_ids)
@@ -79,18 +87,24 @@ def main(argv: list[str] | None = None) -> int:
         pool._claimer.claim = counting
         counts.append(tally)
         pools.append(pool)
-    cpu0 = time.process_time()
     for pool in pools:
         pool.start()
-    end = finish + timedelta(seconds=2)
+    time.sleep(max(0.0, (counted - datetime.now(UTC)).total_seconds()))
+    cpu0 = time.process_time()
     time.sleep(max(0.0, (end - datetime.now(UTC)).total_seconds()))
+    cpu = time.process_time() - cpu0
     for pool in pools:
         pool.stop(grace=5)
-    cpu = time.process_time() - cpu0
     with conn.cursor() as cur:
-        cur.execute("SELECT COUNT(*), COUNT(DISTINCT job, fired) FROM ledger")
-        fired, _ = cur.fetchone()
-        cur.execute("SELECT COUNT(*) FROM jobtui_run WHERE outcome = 'skipped' OR outcome = 'lost'")
+        since = counted.replace(tzinfo=None)
+        until = end.replace(tzinfo=None)
+        cur.execute("SELECT COUNT(*) FROM ledger WHERE fired >= %s AND fired < %s", (since, until))
+        (fired,) = cur.fetchone()
+        cur.execute(
+            "SELECT COALESCE(SUM(skipped), 0) FROM jobtui_run WHERE outcome = 'skipped' "
+            "AND scheduled_for >= %s AND scheduled_for < %s",
+            (since, until),
+        )
         (bad,) = cur.fetchone()
     store.close()
     conn.close()
@@ -105,8 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         check=False,
     ).stdout.strip()
     print(
-        f"jobtui {rev} from {jobtui.__path__[0]}: {args.jobs} jobs every 1 s for "
-        f"{args.seconds + 1} slots, {args.pools} pool(s) x {args.threads} threads"
+        f"jobtui {rev} from {jobtui.__path__[0]}: {args.jobs} jobs every 1 s, {args.warmup} "
+        f"warm-up + {args.seconds} counted slots, {args.pools} pool(s) x {args.threads} threads"
     )
     print("| pool | claims | job ids tried | declined | runs |")
     print("|---|---|---|---|---|")
@@ -115,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     total = {k: sum(t[k] for t in counts) for k in counts[0]}
     print(f"| all | {total['claims']} | {total['tried']} | {total['declined']} | {total['runs']} |")
     print(
-        f"expected {args.jobs * (args.seconds + 1)} firings, ledger {fired}, skipped/lost rows "
-        f"{bad}; process CPU {cpu:.2f} s ({1000 * cpu / max(fired, 1):.2f} ms per firing)"
+        f"expected {args.jobs * args.seconds} firings, ledger {fired}, slots skipped {bad}; "
+        f"process CPU {cpu:.2f} s ({1000 * cpu / max(fired, 1):.2f} ms per firing)"
     )
     return 0
 
