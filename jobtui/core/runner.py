@@ -397,7 +397,7 @@ class RunnerPool:
         mono = time.monotonic()
         earliest: datetime | None = first_later
         due: list[tuple[float, int]] = []
-        short: dict[int, float] = {}  # job id -> its last run's duration (FRESH_GUESS: none)
+        short: dict[int, float] = {}  # job id -> its last run's duration
         fresh: set[int] = set()  # never run yet: one at the end of a batch, or alone
         owners: dict[int, str] = {}
         for row in rows:
@@ -414,7 +414,6 @@ class RunnerPool:
             if type(duration) in (float, int) and 0.0 <= duration < SHORT_RUN:
                 short[jid] = float(duration)
             elif duration is None:
-                short[jid] = FRESH_GUESS
                 fresh.add(jid)
             if row.run_now:  # any pool, at once: an operator waits for it
                 due.append((0.0, jid))
