@@ -422,6 +422,15 @@ def build_parser() -> argparse.ArgumentParser:
         "0.5; at least one thread; 1 lets one owner take them all)",
     )
     p.add_argument(
+        "--takeover-grace",
+        metavar="SECONDS",
+        type=_seconds("--takeover-grace", 0, 3600),
+        default=2.0,
+        help="how late another worker's job may be before this one runs it; the workers "
+        "share the jobs, each runs its own share (default 2; 0: every worker tries every "
+        "due job)",
+    )
+    p.add_argument(
         "--allow-sql-owner",
         choices=("admin", "any"),
         default="admin",
@@ -1172,6 +1181,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
                 lead=args.lead,
                 retention=retention,
                 owner_share=args.owner_share,
+                takeover_grace=args.takeover_grace,
             )
         )
 

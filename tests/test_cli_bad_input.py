@@ -156,6 +156,12 @@ SQLITE_CASES: list[Any] = [
         "invalid --lead '6': expected a number of seconds from 0 to 5",
         id="worker-lead-6",
     ),
+    pytest.param(
+        ["worker", "--takeover-grace", "-1"],
+        2,
+        "invalid --takeover-grace '-1': expected a number of seconds from 0 to 3600",
+        id="worker-takeover-grace-negative",
+    ),
     pytest.param(["import", "{tmp}/nope.json"], 2, "cannot read import file", id="import-missing"),
     pytest.param(["import", "{tmp}/half.json"], 2, "job #2", id="import-half-valid"),
     pytest.param(["import", "{tmp}/junk.txt"], 2, "expected JSON or YAML", id="import-junk"),

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection, Engine
 
-from jobtui.core import schema
+from jobtui.core import schema, sharing
 from jobtui.core.backends import Backend
 from jobtui.core.model import Outcome
 from jobtui.core.procinfo import process_alive
@@ -40,6 +40,7 @@ class ReapingPool(Protocol):
     threads: int
     heartbeat_timeout: float
     backend: Backend
+    share: sharing.Share
     _stopping: threading.Event
 
     @property
@@ -73,7 +74,9 @@ class Reaper:
 
     def register(self) -> None:
         with self.pool._write() as c:
-            self._insert(c, self.pool.now(), stopping=False)
+            now = self.pool.now()
+            self._insert(c, now, stopping=False)
+            self._read_members(c, now)  # before the first pass: our share from the start
 
     def _insert(self, c: Connection, now: datetime, *, stopping: bool) -> None:
         pool = self.pool
@@ -105,6 +108,7 @@ class Reaper:
                 log.warning("runner %s was deregistered; registering again", pool.runner_id)
                 self._insert(c, now, stopping=pool._stopping.is_set())
             pool.backend.renew_leases(c, pool.runner_id, pool._lease_end(now))
+            self._read_members(c, now)
         if pool.backend.has_accounts:  # the SQL interface's cron jobs (MySQL/MariaDB only)
             with pool.engine.connect() as conn:
                 ids = arming.unarmed(conn, now)
@@ -112,6 +116,17 @@ class Reaper:
             for job_id in ids:  # one short transaction each, locking that row only
                 with pool._write() as c:
                     arming.arm(c, job_id, now)
+
+    def _read_members(self, c: Connection, now: datetime) -> None:
+        """The live pools, read with each heartbeat: our share of the jobs (sharing.py)."""
+        pool = self.pool
+        rn = schema.runner
+        rows = c.execute(select(rn.c.id, rn.c.name, rn.c.heartbeat, rn.c.stopping)).all()
+        live = sharing.members(
+            rows, me=pool.runner_id, now=now, timeout=pool.heartbeat_timeout, heartbeat=from_db
+        )
+        if pool.share.update(live):
+            log.info("runner %s shares the jobs with %d pool(s)", pool.runner_id, len(live))
 
     def deregister(self) -> None:
         rn = schema.runner

@@ -48,6 +48,7 @@ from jobtui.core.retention import Retention
 from jobtui.core.running import abort_run, execute_run, find_aborts
 from jobtui.core.runresult import OnRun, RunResult
 from jobtui.core.session import Session, transaction, write_transaction
+from jobtui.core.sharing import DEFAULT_GRACE, Share
 from jobtui.core.store import JobStore
 from jobtui.core.timeutil import Clock, aware, from_db, to_db
 
@@ -65,6 +66,7 @@ MIN_PASS = 0.02  # seconds between two scheduler passes a worker asked for
 DEFAULT_LEAD = 0.25  # seconds: a slot due this soon is claimed now and executed at its time
 BURST_WAIT = 0.2  # seconds: the longest a batch's recording waits for a slot's other batches
 SHORT_RUN = 0.1  # seconds: a job whose last run took less may be batched
+FRESH_GUESS = SHORT_RUN  # seconds a job never run yet counts for in a batch's budget
 RECONNECT_CAP = 5.0
 PRUNE_MAX_BATCHES = 20  # per housekeeping pass; the rest goes in the next one
 
@@ -148,6 +150,7 @@ class RunnerPool:
         retention: Retention | None = None,
         lead: float = DEFAULT_LEAD,
         owner_share: float = DEFAULT_OWNER_SHARE,
+        takeover_grace: float = DEFAULT_GRACE,
     ) -> None:
         if threads < 1:
             raise ValueError("threads must be at least 1")
@@ -157,6 +160,8 @@ class RunnerPool:
             raise ValueError("poll must be a positive number of seconds")
         if not 0 <= lead <= 5:
             raise ValueError("lead must be between 0 and 5 seconds")
+        if not 0 <= takeover_grace <= 3600:
+            raise ValueError("takeover_grace must be between 0 and 3600 seconds")
         self.store = store
         self.threads = int(threads)
         self.poll = float(poll)
@@ -176,6 +181,13 @@ class RunnerPool:
         self.host = socket.gethostname()[:255]
         self.runner_id = f"{self.host}:{os.getpid()}:{self.name}:{secrets.token_hex(3)}"[:190]
         self.backend = store.backend
+        # Our share of the jobs among the live pools (sharing.py); the Reaper reads the
+        # membership with each heartbeat. A foreground pool (one job, held) shares nothing.
+        self.share = Share(
+            self.runner_id,
+            grace=0.0 if hold or job_id is not None else float(takeover_grace),
+            cap=self.heartbeat_timeout,
+        )
         self.running = False
         self.hold_error: JobLocked | None = None
         self.hold_ready = threading.Event()
@@ -386,6 +398,7 @@ class RunnerPool:
         earliest: datetime | None = first_later
         due: list[tuple[float, int]] = []
         short: dict[int, float] = {}  # job id -> its last run's duration
+        fresh: set[int] = set()  # never run yet: one at the end of a batch, or alone
         owners: dict[int, str] = {}
         for row in rows:
             jid = int(row.id)
@@ -400,8 +413,19 @@ class RunnerPool:
             duration = row.last_duration
             if type(duration) in (float, int) and 0.0 <= duration < SHORT_RUN:
                 short[jid] = float(duration)
-            if row.run_now:
+            elif duration is None:
+                fresh.add(jid)
+            if row.run_now:  # any pool, at once: an operator waits for it
                 due.append((0.0, jid))
+            elif (
+                nxt is not None
+                and nxt <= soon
+                and (wait := self.share.wait(jid)) > 0
+                and (takeover := nxt + timedelta(seconds=wait)) > soon
+            ):
+                # Another pool's job (sharing.py): ours only once overdue by our grace.
+                if earliest is None or takeover < earliest:
+                    earliest = takeover
             elif nxt is not None and nxt <= soon:
                 # 0.1 s buckets, shuffled inside: pools sharing a database start on
                 # different jobs instead of all fighting over the same first one.
@@ -435,7 +459,7 @@ class RunnerPool:
                 self._owner_of[jid] = owners[jid]
                 if jid not in short:
                     self._long_taken.add(jid)
-        self._dispatch([jid for _, jid in taken], short, owners)
+        self._dispatch([jid for _, jid in taken], short, owners, fresh)
         if len(self._cooldown) > 1000:
             self._cooldown = {k: v for k, v in self._cooldown.items() if v > mono}
         if len(due) > len(taken) or len(rows) >= limit:
@@ -444,7 +468,13 @@ class RunnerPool:
             return self.poll
         return max(0.002, min(self.poll, (earliest - self._lead - self.now()).total_seconds()))
 
-    def _dispatch(self, jids: list[int], short: dict[int, float], owners: dict[int, str]) -> None:
+    def _dispatch(
+        self,
+        jids: list[int],
+        short: dict[int, float],
+        owners: dict[int, str],
+        fresh: set[int] | frozenset[int] = frozenset(),
+    ) -> None:
         """Queue the jobs: one by one, except short ones when there are many (batches).
 
         A batch holds one owner's jobs only: its runs share a connection, which is
@@ -453,19 +483,41 @@ class RunnerPool:
         up to more than BATCH_BUDGET: then more, smaller batches. (Not over the threads
         the owner may hold at once: larger batches' claims lock by a table scan once
         they name a large part of the table, and deadlocked in the benchmark.)
+
+        A job never run yet (``fresh``: no known duration) joins a batch whose known
+        durations leave room for FRESH_GUESS more, one a batch, last: the batch records
+        the known runs before it starts (``_run_batch``), so a first run that turns out
+        long (or endless) delays no other job. The others run alone. (Not batches of new
+        jobs only: one long first run would hold up every new job behind it, for ever
+        if it never ends.)
         """
         quick: dict[str, list[int]] = {}
+        new: dict[str, list[int]] = {}
         for jid in jids:
-            if jid in short:
+            if jid in fresh:
+                new.setdefault(owners[jid], []).append(jid)
+            elif jid in short:
                 quick.setdefault(owners[jid], []).append(jid)
             else:
                 self._queue.put(("run", [jid]), owners[jid])
-        for owner, ids in quick.items():
-            size = min(MAX_BATCH, max(1, -(-len(ids) // self.threads)))
-            mean = sum(short[jid] for jid in ids) / len(ids)
-            size = max(1, min(size, int(BATCH_BUDGET / max(mean, 1e-4))))
-            for i in range(0, len(ids), size):
-                self._queue.put(("run", ids[i : i + size]), owner)
+        for owner in {**quick, **new}:
+            ids = quick.get(owner, [])
+            batches: list[list[int]] = []
+            if ids:
+                size = min(MAX_BATCH, max(1, -(-len(ids) // self.threads)))
+                mean = sum(short[jid] for jid in ids) / len(ids)
+                size = max(1, min(size, int(BATCH_BUDGET / max(mean, 1e-4))))
+                batches = [ids[i : i + size] for i in range(0, len(ids), size)]
+            rest = new.get(owner, [])
+            for batch in batches:
+                if not rest:
+                    break
+                room = BATCH_BUDGET - sum(short[jid] for jid in batch)
+                if room >= FRESH_GUESS - 1e-9 and len(batch) < MAX_BATCH:
+                    batch.append(rest.pop(0))
+            batches.extend([jid] for jid in rest)
+            for batch in batches:
+                self._queue.put(("run", batch), owner)
 
     def _worker_loop(self) -> None:
         session = Session(self.engine, self.backend)
@@ -644,6 +696,7 @@ class RunnerPool:
         """Execute claimed runs one after the other (each at its slot), then record them."""
         done: list[Ended] = []
         checked = False
+        runs.sort(key=lambda run: run.job.last_duration is None)  # never run yet: last
         # Only batches of short jobs (more than one run) take part: a job run alone (long,
         # or of unknown duration) neither waits for the others nor makes them wait.
         burst = len(runs) > 1 and any(run.ahead for run in runs)
@@ -658,6 +711,16 @@ class RunnerPool:
                     if not checked:
                         checked = True
                         self._claimer.withdraw([r for r in runs if r.ahead])
+                if done and run.job.last_duration is None:
+                    # A job never run yet may be long: what ran before it is recorded
+                    # (locks released, no session reset: the rest are still held) first.
+                    if burst:
+                        burst = False
+                        with self._burst:
+                            self._bursting -= 1
+                            self._burst.notify_all()
+                    self._finish(done, reset=False)
+                    done = []
                 outcome, error = self._execute(run)
                 done.append((run, outcome, error, self.now()))
         finally:
@@ -701,8 +764,9 @@ class RunnerPool:
 
     # ------------------------------------------------------------------ recording
 
-    def _finish(self, done: list[Ended]) -> None:
-        """Record the outcomes (retrying until the database answers), then report them."""
+    def _finish(self, done: list[Ended], *, reset: bool = True) -> None:
+        """Record the outcomes (retrying until the database answers), then report them.
+        ``reset=False``: more runs of the batch, claimed on this session, are still to come."""
         items = []
         for run, outcome, error, finished in done:
             if error is not None:
@@ -731,7 +795,7 @@ class RunnerPool:
                     return
                 time.sleep(delay)
                 delay = min(delay * 2, RECONNECT_CAP)
-        if session.dirty and not self.hold:
+        if reset and session.dirty and not self.hold:
             # Recorded, locks released: what the runs set in the session goes, before
             # this connection claims another owner's jobs (or evaluates their expr).
             session.reset()

@@ -21,6 +21,7 @@ from jobtui.core.runner import (
     RunnerPool,
 )
 from jobtui.core.runresult import RunResult
+from jobtui.core.sharing import DEFAULT_GRACE
 from jobtui.core.store import JobStore, Retention
 
 # run_foreground's exit codes (``jobtui run NAME``)
@@ -44,6 +45,7 @@ def worker_main(
     retention: Retention | None = None,
     lead: float = DEFAULT_LEAD,
     owner_share: float = DEFAULT_OWNER_SHARE,
+    takeover_grace: float = DEFAULT_GRACE,
 ) -> int:
     """Run a pool headless until SIGTERM/SIGINT (``jobtui worker``); one log line per run."""
     stop = threading.Event()
@@ -61,6 +63,7 @@ def worker_main(
         retention=retention,
         lead=lead,
         owner_share=owner_share,
+        takeover_grace=takeover_grace,
     )
     previous = {}
     if threading.current_thread() is threading.main_thread():
