@@ -325,6 +325,8 @@ class RunnerPool:
         while not self._stopping.is_set():
             self._wake.clear()
             began = time.monotonic()
+            # Until this pass has planned the next one, a worker ending a batch wakes it.
+            self._next_pass = float("inf")
             try:
                 wait = self._schedule_once()
                 backoff = 0.2
