@@ -182,6 +182,7 @@ class RunnerPool:
         self._engine: Engine | None = None
         self._schema = ""
         self._lock_key = ""  # the store's jobtui_secret key: lock names operators cannot compute
+        self._lock_names: dict[int, str] = {}  # job id -> its lock name (made with the key)
         self._lock = threading.Lock()
         self._active: dict[int, Run | None] = {}  # job id -> run (None while claiming)
         # Batches claimed ahead of their slot that are executing now: their recording
@@ -247,6 +248,7 @@ class RunnerPool:
         self._engine = self.backend.pool_engine(url, self.threads + 3)
         try:
             self._schema, self._lock_key = self.backend.lock_scope(self.engine, self.store.lock_key)
+            self._lock_names.clear()
             self._reaper.register()
         except (SQLAlchemyError, JobtuiError) as exc:
             if self._engine is not self.store.engine:
@@ -605,8 +607,14 @@ class RunnerPool:
     # ------------------------------------------------------------------ claiming
 
     def _lock_name(self, job_id: int) -> str:
-        key = self._lock_key or self.store.lock_key()  # read at start(); once per store
-        return claims.lock_name(key, self._schema, job_id)
+        name = self._lock_names.get(job_id)
+        if name is None:  # an HMAC a claim: made once per job (the key and schema stay)
+            key = self._lock_key or self.store.lock_key()  # read at start(); once per store
+            name = claims.lock_name(key, self._schema, job_id)
+            if len(self._lock_names) >= 100_000:
+                self._lock_names.clear()
+            self._lock_names[job_id] = name
+        return name
 
     def _take_hold(self, session: Session, job_id: int) -> None:
         """Foreground mode: hold the job's lock (or lease) from now until stop."""
