@@ -234,6 +234,66 @@ def mariadb_process() -> Proc | None:
     return None
 
 
+def thread_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) of each thread of process ``pid`` now (Linux /proc)."""
+    out: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended
+        out[int(task.name)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+class ConnectionCpuMeter:
+    """CPU seconds the server spent in the threads of one database's connections.
+
+    MariaDB names the OS thread of each connection (``information_schema.PROCESSLIST.TID``,
+    one thread per connection): summing those threads' CPU leaves out what other clients
+    of a shared server cost, which the whole process's figure includes. It also leaves
+    out the server's background threads (InnoDB's log writes and purge), for every
+    system alike. NaN when the server is not local or has no TID column (MySQL).
+    """
+
+    def __init__(self, conn: Any, database: str, server: Proc | None) -> None:
+        self.conn = conn
+        self.database = database
+        self.server = server
+        self.begin: dict[int, float] = {}
+        self.used = math.nan
+
+    def _tids(self) -> set[int] | None:
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(
+                    "SELECT TID FROM information_schema.PROCESSLIST "
+                    "WHERE DB = %s AND ID <> CONNECTION_ID()",
+                    (self.database,),
+                )
+                return {int(row[0]) for row in cur.fetchall() if row[0]}
+        except Exception:  # MySQL has no TID column
+            return None
+
+    def start(self) -> None:
+        if self.server is not None:
+            self.begin = thread_cpu(self.server.pid)
+
+    def stop(self) -> float:
+        tids = self._tids() if self.server is not None else None
+        if tids is None or self.server is None:
+            return math.nan
+        end = thread_cpu(self.server.pid)
+        # A thread that did not exist at the start began with none (a new connection).
+        self.used = sum(end[t] - self.begin.get(t, 0.0) for t in tids if t in end)
+        return self.used
+
+
 def server_noise_line(seconds: float = 3.0) -> str:
     """mariadbd's CPU use while this benchmark does nothing: the noise floor of its figures."""
     proc = mariadb_process()

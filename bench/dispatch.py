@@ -11,12 +11,18 @@ nobody fired as ``missed``. For jobtui the run log adds the exact figure
 (``started - scheduled_for``) and the ledger time minus the run's own slot.
 
     python bench/dispatch.py --jobs 100,1000,3000 --seconds 20
+    python bench/dispatch.py --jobs 100,500,1000 --seconds 10 --workers 1,2
+
+``--workers 1,2`` runs jobtui with one and with two worker processes (any list of
+counts) beside the floor and the Event Scheduler, and adds a table comparing them
+side by side with issue #13's targets, each marked met or missed.
 
 Systems (``--systems``, default all):
 
 - ``jobtui``: one ``jobtui worker`` process; each job is
   ``call <db>.fire(<job no>)``, ``every 1`` from the first slot;
-- ``jobtui2``: the same with two worker processes;
+- ``jobtui2``: the same with two worker processes (``--workers`` runs ``jobtui``
+  with each count given: ``jobtui`` for 1, ``jobtui<k>`` for k);
 - ``events``: MariaDB's Event Scheduler, N events ``EVERY 1 SECOND STARTS
   <first slot>`` whose body is the insert (the scheduler is switched back to
   its former state afterwards);
@@ -32,7 +38,11 @@ Systems (``--systems``, default all):
 
 CPU seconds over the measured window: the worker (or APScheduler) processes,
 and the mariadbd process (the only CPU the Event Scheduler uses; on a shared
-server it includes everyone else's queries). The scratch database
+server it includes everyone else's queries). On MariaDB the server's CPU is
+also read per connection (``information_schema.PROCESSLIST.TID``: the threads
+of the connections to the scratch database), which other clients of a shared
+server do not disturb; the Event Scheduler's firings run in threads of their
+own, so it has the whole-process figure only. The scratch database
 (``--database``, default ``jobtui_bench``) is created for each system and
 dropped at the end (``--keep`` leaves the last one).
 """
@@ -74,6 +84,7 @@ class Result:
     report: c.LedgerReport | None = None
     client_cpu: float = math.nan
     server_cpu: float = math.nan
+    conn_cpu: float = math.nan  # the server's threads of this system's own connections
     note: str = ""
     # jobtui only: from the run log
     runlog: c.Spread | None = None
@@ -473,9 +484,11 @@ def _measure(
     server = c.mariadb_process()
     client_meter = c.CpuMeter(client)
     server_meter = c.CpuMeter([server] if server is not None else [])
+    conn_meter = c.ConnectionCpuMeter(conn, c.BENCH_DB, server)
     c.sleep_until(start)
     client_meter.start()
     server_meter.start()
+    conn_meter.start()
     expected = result.jobs * result.seconds
     c.sleep_until(start + timedelta(seconds=result.seconds - 1))
     deadline = start + timedelta(seconds=result.seconds + args.drain)
@@ -485,6 +498,8 @@ def _measure(
         time.sleep(0.25)
     result.client_cpu = client_meter.stop() if client else 0.0
     result.server_cpu = server_meter.stop() if server is not None else math.nan
+    if result.system != "events":  # the events' threads are not connections
+        result.conn_cpu = conn_meter.stop()
     rows = c.ledger_rows(conn, result.system, start)
     result.report = c.analyse_ledger(rows, result.jobs, start, result.seconds)
     c.log(
@@ -511,7 +526,7 @@ def render(results: list[Result], header: list[str], args: argparse.Namespace) -
     for r in results:
         rep = r.report
         if rep is None:
-            rows.append([r.jobs, r.system, r.processes, r.jobs * r.seconds] + ["-"] * 9 + [r.note])
+            rows.append([r.jobs, r.system, r.processes, r.jobs * r.seconds] + ["-"] * 11 + [r.note])
             continue
         total_cpu = (r.client_cpu if not math.isnan(r.client_cpu) else 0.0) + (
             r.server_cpu if not math.isnan(r.server_cpu) else 0.0
@@ -531,6 +546,8 @@ def render(results: list[Result], header: list[str], args: argparse.Namespace) -
                 f"{r.client_cpu:.2f}",
                 f"{r.server_cpu:.2f}",
                 f"{total_cpu / rep.done * 1000:.2f}" if rep.done else "-",
+                "-" if math.isnan(r.conn_cpu) else f"{r.conn_cpu:.2f}",
+                _ms_per(own_cpu(r), rep.done),
                 r.note,
             ]
         )
@@ -550,10 +567,17 @@ def render(results: list[Result], header: list[str], args: argparse.Namespace) -
                 "client CPU s",
                 "server CPU s",
                 "CPU ms/firing",
+                "server CPU s, own conns",
+                "CPU ms/firing, own conns",
                 "note",
             ],
             rows,
         )
+    )
+    out.append(
+        "CPU ms/firing: (client + whole mariadbd) / done; 'own conns' counts, of the server, "
+        "only the threads of this system's connections (client + those; '-' for the Event "
+        "Scheduler, whose firings run in threads of their own)."
     )
     jt = [r for r in results if r.system.startswith("jobtui") and r.runlog is not None]
     if jt:
@@ -598,6 +622,9 @@ def render(results: list[Result], header: list[str], args: argparse.Namespace) -
                 jrows,
             )
         )
+    if args.worker_counts:
+        out.append("")
+        out.extend(workers_tables(results, args))
     bound = bound_rows(results)
     if bound:
         out.append("")
@@ -626,6 +653,178 @@ def render(results: list[Result], header: list[str], args: argparse.Namespace) -
             )
         )
     return "\n".join(out)
+
+
+def own_cpu(r: Result) -> float:
+    """Client + the server's threads of the system's own connections (NaN if unknown)."""
+    client = 0.0 if math.isnan(r.client_cpu) else r.client_cpu
+    return client + r.conn_cpu
+
+
+def whole_cpu(r: Result) -> float:
+    """Client + the whole mariadbd process."""
+    client = 0.0 if math.isnan(r.client_cpu) else r.client_cpu
+    return client + (0.0 if math.isnan(r.server_cpu) else r.server_cpu)
+
+
+def _ms_per(cpu: float, done: int) -> str:
+    return "-" if math.isnan(cpu) or not done else f"{cpu / done * 1000:.2f}"
+
+
+def per_firing(r: Result | None, *, own: bool) -> float:
+    """CPU ms per firing (own connections, or the whole server); NaN if unknown."""
+    if r is None or r.report is None or not r.report.done:
+        return math.nan
+    return (own_cpu(r) if own else whole_cpu(r)) / r.report.done * 1000
+
+
+def jobtui_name(workers: int) -> str:
+    return "jobtui" if workers == 1 else f"jobtui{workers}"
+
+
+def _label(r: Result) -> str:
+    if r.system == "floor":
+        return "floor (PyMySQL CALL+COMMIT, no scheduler)"
+    if r.system == "events":
+        return "MariaDB Event Scheduler"
+    if r.system.startswith("jobtui"):
+        return f"jobtui, {r.processes} worker{'s' if r.processes != 1 else ''}"
+    return r.system
+
+
+def workers_tables(results: list[Result], args: argparse.Namespace) -> list[str]:
+    """Issue #13's table (jobtui with each worker count beside the floor and the Event
+    Scheduler) and its targets, each marked met or missed."""
+    out = [
+        "jobtui with " + " and ".join(str(k) for k in args.worker_counts) + " worker "
+        "process(es), beside the floor and the Event Scheduler (issue #13's table). "
+        "Late: ms; CPU: ms per firing, client + whole mariadbd, and client + the server's "
+        "threads of the system's own connections (steadier on a shared server)."
+    ]
+    rows = []
+    order = [jobtui_name(k) for k in args.worker_counts] + ["floor", "events"]
+    for n in args.job_counts:
+        for system in order:
+            r = _find(results, n, system)
+            if r is None:
+                continue
+            rep = r.report
+            rows.append(
+                [
+                    n,
+                    _label(r),
+                    "-" if rep is None else f"{rep.done}/{rep.expected}",
+                    "-" if rep is None else f"{c.ms(rep.lateness.p50)} / {c.ms(rep.lateness.p99)}",
+                    _fmt(per_firing(r, own=False)),
+                    _fmt(per_firing(r, own=True)),
+                    r.note,
+                ]
+            )
+    out.append(
+        c.table(
+            [
+                "N/s",
+                "system",
+                "done",
+                "p50 / p99 late",
+                "CPU/firing, whole server",
+                "CPU/firing, own conns",
+                "note",
+            ],
+            rows,
+        )
+    )
+    out.append("")
+    out.append(
+        "Issue #13's targets (CPU compared on the own-connection figures where both have "
+        "one, else on the whole-server ones; 'lost' = (job, second) slots nobody fired):"
+    )
+    out.append(c.table(["N/s", "target", "figure", "limit", "met"], target_rows(results, args)))
+    return out
+
+
+def _fmt(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.2f}"
+
+
+def _find(results: list[Result], n: int, system: str) -> Result | None:
+    return next((r for r in results if r.jobs == n and r.system == system), None)
+
+
+def _check(figure: float, limit: float) -> str:
+    if math.isnan(figure) or math.isnan(limit):
+        return "-"
+    return "met" if figure <= limit + 1e-9 else "MISSED"
+
+
+def _cpu_pair(a: Result | None, b: Result | None) -> tuple[float, float, str]:
+    """CPU ms/firing of a and b on the same footing: own connections when both have it."""
+    own = not (math.isnan(per_firing(a, own=True)) or math.isnan(per_firing(b, own=True)))
+    return per_firing(a, own=own), per_firing(b, own=own), "own conns" if own else "whole"
+
+
+def target_rows(results: list[Result], args: argparse.Namespace) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    for n in args.job_counts:
+        floor = _find(results, n, "floor")
+        events = _find(results, n, "events")
+        one = _find(results, n, jobtui_name(1))
+        floor_p99 = floor.report.lateness.p99 if floor and floor.report else math.nan
+        events_p99 = events.report.lateness.p99 if events and events.report else math.nan
+        for k in args.worker_counts:
+            r = _find(results, n, jobtui_name(k))
+            if r is None or r.report is None:
+                continue
+            who = _label(r)
+            p99 = r.report.lateness.p99
+            rows.append(
+                [
+                    n,
+                    f"{who}: p99 <= 2x floor's",
+                    c.ms(p99),
+                    c.ms(2 * floor_p99),
+                    _check(p99, 2 * floor_p99),
+                ]
+            )
+            if n == 100:
+                continue  # at 100 jobs/s the issue sets the p99 target only
+            missed = r.report.missed
+            rows.append([n, f"{who}: none lost", missed, 0, _check(missed, 0)])
+            rows.append(
+                [
+                    n,
+                    f"{who}: p99 <= Event Scheduler's",
+                    c.ms(p99),
+                    c.ms(events_p99),
+                    _check(p99, events_p99),
+                ]
+            )
+            mine, floors, basis = _cpu_pair(r, floor)
+            rows.append(
+                [
+                    n,
+                    f"{who}: CPU/firing <= 2x floor's ({basis})",
+                    _fmt(mine),
+                    _fmt(2 * floors),
+                    _check(mine, 2 * floors),
+                ]
+            )
+            if k > 1 and one is not None and one.report is not None:
+                one_p99 = one.report.lateness.p99
+                rows.append(
+                    [n, f"{who}: p99 <= 1 worker's", c.ms(p99), c.ms(one_p99), _check(p99, one_p99)]
+                )
+                mine, ones, basis = _cpu_pair(r, one)
+                rows.append(
+                    [
+                        n,
+                        f"{who}: CPU/firing <= 1.2x 1 worker's ({basis})",
+                        _fmt(mine),
+                        _fmt(1.2 * ones),
+                        _check(mine, 1.2 * ones),
+                    ]
+                )
+    return rows
 
 
 def bound_rows(results: list[Result]) -> list[list[Any]]:
@@ -666,11 +865,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--jobs", default="100", help="N, or several: 100,1000,3000")
     p.add_argument("--seconds", type=int, default=20, help="slots per job (T)")
-    p.add_argument(
-        "--systems", default=",".join(SYSTEMS), help="comma list of " + ", ".join(SYSTEMS)
-    )
+    p.add_argument("--systems", default=None, help="comma list of " + ", ".join(SYSTEMS))
     p.add_argument(
         "--threads", type=int, default=10, help="jobtui threads per worker, APScheduler pool"
+    )
+    p.add_argument(
+        "--workers",
+        default=None,
+        help="worker process counts to run jobtui with, e.g. 1,2: adds issue #13's "
+        "comparison table (systems default to floor,events,jobtui)",
     )
     p.add_argument("--poll", type=float, default=1.0, help="jobtui worker --poll")
     p.add_argument("--lead", type=float, default=3.0, help="seconds between setup and first slot")
@@ -697,10 +900,34 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error(f"invalid --jobs {args.jobs!r}: expected whole numbers >= 1")
     if args.seconds < 2:
         p.error("--seconds must be at least 2")
+    args.worker_counts = []
+    if args.workers is not None:
+        try:
+            args.worker_counts = [int(x) for x in str(args.workers).split(",") if x.strip()]
+        except ValueError:
+            p.error(f"invalid --workers {args.workers!r}: expected whole numbers such as 1,2")
+        if not args.worker_counts or not all(1 <= k <= 16 for k in args.worker_counts):
+            p.error(f"invalid --workers {args.workers!r}: expected whole numbers from 1 to 16")
+        args.worker_counts = sorted(set(args.worker_counts))
+    if args.systems is None:
+        args.systems = "floor,events,jobtui" if args.worker_counts else ",".join(SYSTEMS)
     args.system_list = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = [s for s in args.system_list if s not in SYSTEMS]
     if unknown:
         p.error(f"unknown system(s) {', '.join(unknown)}: accepted are {', '.join(SYSTEMS)}")
+    if args.worker_counts:
+        # jobtui once per worker count, where the list named jobtui (or jobtui2)
+        listed: list[str] = []
+        for system in args.system_list:
+            if system.startswith("jobtui"):
+                system = "jobtui"
+            if system not in listed:
+                listed.append(system)
+        if "jobtui" not in listed:
+            p.error("--workers runs jobtui: include jobtui in --systems")
+        at = listed.index("jobtui")
+        runs = [jobtui_name(k) for k in args.worker_counts]
+        args.system_list = listed[:at] + runs + listed[at + 1 :]
     return args
 
 
@@ -738,8 +965,8 @@ def run_system(system: str, jobs: int, args: argparse.Namespace) -> Result:
         return run_floor(args.server, jobs, args.seconds, args)
     if system == "jobtui":
         return run_jobtui(args.server, jobs, args.seconds, 1, args)
-    if system == "jobtui2":
-        return run_jobtui(args.server, jobs, args.seconds, 2, args)
+    if system.startswith("jobtui"):
+        return run_jobtui(args.server, jobs, args.seconds, int(system[len("jobtui") :]), args)
     if system == "events":
         return run_events(args.server, jobs, args.seconds, args)
     return run_apscheduler(args.server, jobs, args.seconds, args)

@@ -105,6 +105,45 @@ def test_dispatch_smoke_jobtui_event_scheduler_and_floor() -> None:
     assert not database_exists(db)
 
 
+def test_dispatch_smoke_workers() -> None:
+    """--workers 1,2: jobtui with one and two worker processes, issue #13's table and
+    its targets, each marked met or missed."""
+    require_mysql()
+    db = scratch_db()
+    out = run_script(
+        "dispatch.py",
+        "--jobs",
+        "5",
+        "--seconds",
+        "3",
+        "--workers",
+        "1,2",
+        "--systems",
+        "floor,jobtui",
+        "--server",
+        MYSQL_SERVER,
+        "--database",
+        db,
+        "--lead",
+        "2",
+    )
+    rows = {r[1]: r for r in table_rows(out, "5")}
+    assert set(rows) == {"floor", "jobtui", "jobtui2"}, out
+    assert rows["jobtui2"][2] == "2", out  # processes
+    for system in ("jobtui", "jobtui2"):
+        assert 0 < int(rows[system][4]) <= 16, out
+    side = out[out.index("issue #13's table") :]
+    labels = {r[1] for r in table_rows(side, "5")}
+    assert {"jobtui, 1 worker", "jobtui, 2 workers"} <= labels, side
+    assert any(label.startswith("floor") for label in labels), side
+    targets = table_rows(out[out.index("Issue #13's targets") :], "5")
+    names = [r[1] for r in targets]
+    assert "jobtui, 2 workers: p99 <= 1 worker's" in names, names
+    assert "jobtui, 1 worker: none lost" in names, names
+    assert {r[4] for r in targets} <= {"met", "MISSED", "-"}, targets
+    assert not database_exists(db)
+
+
 def test_dispatch_smoke_apscheduler() -> None:
     require_mysql()
     if importlib.util.find_spec("apscheduler") is None:

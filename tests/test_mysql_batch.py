@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from jobtui.core import dberrors
 from jobtui.core.backends import backend_for
-from jobtui.core.backends.mysql_batch import jobs, row_type, update_jobs
+from jobtui.core.backends.mysql_batch import changed, jobs, row_type, update_jobs
 from jobtui.core.db import make_engine
 
 
@@ -37,6 +37,41 @@ def test_jobs_from_partial_rows_share_definitions_and_keep_state() -> None:
     # a changed definition is a different schedule, not the cached one
     (c,) = jobs(cols, [row_type(cols)(3, "SLEEPING", "ENABLED", "SLEEPING", 0, "every", 6.0)])
     assert c.schedule.every == 6.0
+
+
+def test_jobs_leave_out_the_values_read_after_their_columns() -> None:
+    cols = ("id", "status", "intent", "phase", "schedule_kind", "schedule_interval")
+    read = (*cols, "last_outcome", "runner_id")
+    (job,) = jobs(
+        cols, [row_type(read)(4, "SLEEPING", "ENABLED", "SLEEPING", "every", 5.0, "bad", "r")]
+    )
+    assert (job.id, job.problem, job.last_outcome, job.runner_id) == (4, None, None, None)
+
+
+def test_changed_leaves_out_only_what_the_row_already_holds() -> None:
+    when = datetime(2026, 12, 3, 12, 0, 0, 250000)
+    row = row_type(("id", "running", "failures", "last_error", "next_run", "phase"))(
+        1, 1, 0, None, when, "SLEEPING"
+    )
+    values = {
+        "running": True,  # 1 read back: the same
+        "failures": 0,  # the same
+        "last_error": None,  # the same
+        "next_run": when,  # the same
+        "phase": "ERROR",  # changed
+        "cycles": 3,  # not read: always written
+        "broken": False,  # not read: always written
+    }
+    assert changed(row, values) == {"phase": "ERROR", "cycles": 3, "broken": False}
+    assert changed(row, {"running": False, "last_error": "x", "failures": 1}) == {
+        "running": False,
+        "last_error": "x",
+        "failures": 1,
+    }
+    # a value of another type (a zero date read back as text) is written
+    odd = row_type(("id", "next_run"))(1, "0000-00-00 00:00:00")
+    assert changed(odd, {"next_run": when}) == {"next_run": when}
+    assert changed(row, {"next_run": when + timedelta(microseconds=1)}) != {}
 
 
 def test_update_jobs_refuses_a_name_that_is_not_a_column() -> None:

@@ -67,6 +67,7 @@ class Run:
     ahead: bool = False  # claimed before its slot (lead): it waits for the slot
     routine: routines.Verdict | None = None  # MySQL/MariaDB: the verified routine to call
     expr_error: ExprFailure | None = None  # its expression failed at the claim: not executed
+    next_run: datetime | None = None  # the job's next run as the claim planned it
 
 
 class Claimer:
@@ -254,6 +255,7 @@ class Claimer:
             lock_name=lock_name,
             ahead=due and at > now,
             expr_error=expr_error,
+            next_run=nxt,
         )
         return run, values, run_rows
 

@@ -160,6 +160,7 @@ def qualified(schema_name: str, name: str) -> str:
     return f"{quote_identifier(schema_name)}.{quote_identifier(name)}"
 
 
+@functools.lru_cache(maxsize=16384)  # once per routine, not per run
 def call_statement(schema_name: str, name: str, nargs: int) -> str:
     """``CALL `db`.`jobtui_w_…`(%s, …)`` (PyMySQL paramstyle: the arguments stay bound)."""
     return f"CALL {qualified(schema_name, name)}({', '.join(['%s'] * nargs)})"

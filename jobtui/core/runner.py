@@ -194,6 +194,7 @@ class RunnerPool:
         self._engine: Engine | None = None
         self._schema = ""
         self._lock_key = ""  # the store's jobtui_secret key: lock names operators cannot compute
+        self._lock_names: dict[int, str] = {}  # job id -> its lock name (made with the key)
         self._lock = threading.Lock()
         self._active: dict[int, Run | None] = {}  # job id -> run (None while claiming)
         # Batches claimed ahead of their slot that are executing now: their recording
@@ -206,6 +207,10 @@ class RunnerPool:
         self._owner_of: dict[int, str] = {}  # taken job id -> its owner (guarded by _lock)
         self._queue = _OwnerQueue(self.owner_cap)
         self._wake = threading.Event()
+        # When the scheduler's next pass is planned (monotonic), and whether its last pass
+        # left due jobs behind: a worker that ends a batch wakes it only when it must.
+        self._next_pass = 0.0
+        self._backlog = True
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._give_up = threading.Event()
@@ -255,6 +260,7 @@ class RunnerPool:
         self._engine = self.backend.pool_engine(url, self.threads + 3)
         try:
             self._schema, self._lock_key = self.backend.lock_scope(self.engine, self.store.lock_key)
+            self._lock_names.clear()
             self._reaper.register()
         except (SQLAlchemyError, JobtuiError) as exc:
             if self._engine is not self.store.engine:
@@ -333,6 +339,8 @@ class RunnerPool:
         while not self._stopping.is_set():
             self._wake.clear()
             began = time.monotonic()
+            # Until this pass has planned the next one, a worker ending a batch wakes it.
+            self._next_pass = float("inf")
             try:
                 wait = self._schedule_once()
                 backoff = 0.2
@@ -340,6 +348,8 @@ class RunnerPool:
                 log.warning("scheduler: %s (retrying in %.1f s)", _describe(exc), backoff)
                 wait = backoff
                 backoff = min(backoff * 2, RECONNECT_CAP)
+                self._backlog = True
+            self._next_pass = time.monotonic() + wait
             if self._wake.wait(wait):
                 # Woken by a worker running low: at most one pass per MIN_PASS seconds,
                 # so a busy pool does not re-read the due jobs after every batch.
@@ -396,6 +406,8 @@ class RunnerPool:
             conn.rollback()
         mono = time.monotonic()
         earliest: datetime | None = first_later
+        cooling: float | None = None  # the first cooldown to end among due jobs (monotonic)
+        elsewhere = False  # a due job is leased by another runner (SQLite)
         due: list[tuple[float, int]] = []
         short: dict[int, float] = {}  # job id -> its last run's duration
         fresh: set[int] = set()  # never run yet: one at the end of a batch, or alone
@@ -403,9 +415,14 @@ class RunnerPool:
         for row in rows:
             jid = int(row.id)
             owners[jid] = str(row.owner)
-            if jid in busy or self._cooldown.get(jid, 0.0) > mono:
+            if jid in busy:
+                continue
+            cool = self._cooldown.get(jid, 0.0)
+            if cool > mono:
+                cooling = cool if cooling is None else min(cooling, cool)
                 continue
             if self.backend.leased_elsewhere(row, self.runner_id, now):
+                elsewhere = True
                 continue
             # A next_run that is no date (a zero date written through the view) sorts
             # first in SQL: due now, and the claim finds the row's problem.
@@ -462,11 +479,17 @@ class RunnerPool:
         self._dispatch([jid for _, jid in taken], short, owners, fresh)
         if len(self._cooldown) > 1000:
             self._cooldown = {k: v for k, v in self._cooldown.items() if v > mono}
-        if len(due) > len(taken) or len(rows) >= limit:
+        # A worker that ends a batch wakes the loop when due jobs were left behind here;
+        # otherwise only when its jobs' next runs come before the pass planned below.
+        self._backlog = len(due) > len(taken) or len(rows) >= limit or elsewhere
+        if self._backlog:
             return self.poll  # more are due: a worker running low on work wakes the loop
+        wait = self.poll
+        if cooling is not None:  # declined a moment ago: look again when that ends
+            wait = min(wait, max(MIN_PASS, cooling - time.monotonic()))
         if earliest is None:
-            return self.poll
-        return max(0.002, min(self.poll, (earliest - self._lead - self.now()).total_seconds()))
+            return wait
+        return max(0.002, min(wait, (earliest - self._lead - self.now()).total_seconds()))
 
     def _dispatch(
         self,
@@ -527,11 +550,12 @@ class RunnerPool:
                 if item is None:
                     break
                 kind, jids = item
+                look_again = True
                 try:
                     if kind == "hold":
                         self._take_hold(session, jids[0])
                     elif not self._stopping.is_set():
-                        self._process(session, jids)
+                        look_again = self._process(session, jids)
                 except Exception as exc:
                     log.warning("runner thread: %s", _describe(exc))
                     if dberrors.is_disconnect(exc):
@@ -544,7 +568,7 @@ class RunnerPool:
                                 self._long_taken.discard(jid)
                                 self._owner_of.pop(jid, None)
                         self._queue.done(owner)
-                        if self._queue.runnable() < self.threads:
+                        if self._queue.runnable() < self.threads and (look_again or self._backlog):
                             self._wake.set()
         finally:
             session.discard()
@@ -635,8 +659,14 @@ class RunnerPool:
     # ------------------------------------------------------------------ claiming
 
     def _lock_name(self, job_id: int) -> str:
-        key = self._lock_key or self.store.lock_key()  # read at start(); once per store
-        return claims.lock_name(key, self._schema, job_id)
+        name = self._lock_names.get(job_id)
+        if name is None:  # an HMAC a claim: made once per job (the key and schema stay)
+            key = self._lock_key or self.store.lock_key()  # read at start(); once per store
+            name = claims.lock_name(key, self._schema, job_id)
+            if len(self._lock_names) >= 100_000:
+                self._lock_names.clear()
+            self._lock_names[job_id] = name
+        return name
 
     def _take_hold(self, session: Session, job_id: int) -> None:
         """Foreground mode: hold the job's lock (or lease) from now until stop."""
@@ -663,38 +693,63 @@ class RunnerPool:
     def _lease_end(self, now: datetime) -> datetime:
         return now + timedelta(seconds=self.heartbeat_timeout)
 
-    def _process(self, session: Session, job_ids: list[int]) -> None:
+    def _process(self, session: Session, job_ids: list[int]) -> bool:
+        """Claim, execute and record a batch. Returns whether the scheduler should look
+        at the due jobs again now (else its planned pass comes soon enough)."""
         if session.dirty and not self.hold:
             session.reset()  # not reset after its last batch (recording gave up): now
         try:
-            runs = self._claim(session, job_ids)
+            runs, declined = self._claim_runs(session, job_ids)
         except Exception as exc:
             if not dberrors.is_disconnect(exc):
                 raise
             # The held connection died while idle (server restart, KILL): once more on a
             # fresh one. Safe: a claim that did commit left running=1, so this finds it taken.
             session.discard()
-            runs = self._claim(session, job_ids)
+            runs, declined = self._claim_runs(session, job_ids)
         if not runs:
-            return
+            return True
         with self._lock:
             for run in runs:
                 self._active[run.job.id] = run
-        self._run_batch(runs)
+        done = self._run_batch(runs)
+        return bool(declined) or self._next_runs_early(done)
+
+    def _next_runs_early(self, done: list[Ended] | None) -> bool:
+        """Whether a run that ended may be due again before the scheduler's planned pass
+        (its next run as claimed; a run that did not end well may have a retry sooner)."""
+        if not done:
+            return True  # not recorded (the database was lost): look again
+        soonest: datetime | None = None
+        for run, outcome, _error, _finished in done:
+            if outcome is not Outcome.OK:
+                return True
+            nxt = run.next_run
+            if nxt is not None and (soonest is None or nxt < soonest):
+                soonest = nxt
+        if soonest is None:
+            return False  # none of them runs again (once jobs)
+        delay = (soonest - self._lead - self.now()).total_seconds()
+        return time.monotonic() + delay < self._next_pass
 
     def _claim(self, session: Session, job_ids: list[int]) -> list[Run]:
         """Claim what is still eligible of ``job_ids`` (``Claimer.claim``); the others
         are left alone for a moment (the scheduler's cooldown)."""
+        return self._claim_runs(session, job_ids)[0]
+
+    def _claim_runs(self, session: Session, job_ids: list[int]) -> tuple[list[Run], list[int]]:
         runs, declined = self._claimer.claim(session, job_ids, lead=self._lead)
         if declined:
             until = time.monotonic() + min(self.poll, 0.5)
             for jid in declined:
                 self._cooldown[jid] = until
-        return runs
+        return runs, declined
 
-    def _run_batch(self, runs: list[Run]) -> None:
-        """Execute claimed runs one after the other (each at its slot), then record them."""
+    def _run_batch(self, runs: list[Run]) -> list[Ended] | None:
+        """Execute claimed runs one after the other (each at its slot), then record them:
+        what ended, or None when recording gave up."""
         done: list[Ended] = []
+        ended: list[Ended] = []  # recorded ahead of a job never run yet
         checked = False
         runs.sort(key=lambda run: run.job.last_duration is None)  # never run yet: last
         # Only batches of short jobs (more than one run) take part: a job run alone (long,
@@ -719,7 +774,8 @@ class RunnerPool:
                         with self._burst:
                             self._bursting -= 1
                             self._burst.notify_all()
-                    self._finish(done, reset=False)
+                    if self._finish(done, reset=False):
+                        ended += done
                     done = []
                 outcome, error = self._execute(run)
                 done.append((run, outcome, error, self.now()))
@@ -731,7 +787,7 @@ class RunnerPool:
         if burst:
             with self._burst:
                 self._burst.wait_for(lambda: self._bursting == 0, timeout=BURST_WAIT)
-        self._finish(done)
+        return ended + done if self._finish(done) else None
 
     def _verify(self, runs: list[Run]) -> None:
         self._claimer.verify(runs, self._schema)
@@ -764,9 +820,10 @@ class RunnerPool:
 
     # ------------------------------------------------------------------ recording
 
-    def _finish(self, done: list[Ended], *, reset: bool = True) -> None:
+    def _finish(self, done: list[Ended], *, reset: bool = True) -> bool:
         """Record the outcomes (retrying until the database answers), then report them.
-        ``reset=False``: more runs of the batch, claimed on this session, are still to come."""
+        False: recording gave up (the pool is stopping). ``reset=False``: more runs of
+        the batch, claimed on this session, are still to come."""
         items = []
         for run, outcome, error, finished in done:
             if error is not None:
@@ -792,7 +849,7 @@ class RunnerPool:
                 session.discard()
                 if self._give_up.is_set():
                     log.error("giving up recording the run of %s", names)
-                    return
+                    return False
                 time.sleep(delay)
                 delay = min(delay * 2, RECONNECT_CAP)
         if reset and session.dirty and not self.hold:
@@ -801,7 +858,7 @@ class RunnerPool:
             session.reset()
         self.runs_done += len(items)
         if self.on_run is None:
-            return
+            return True
         for run, outcome, error, finished in items:
             try:
                 self.on_run(
@@ -819,3 +876,12 @@ class RunnerPool:
                 )
             except Exception as exc:
                 log.warning("on_run callback failed: %s", exc)
+        # A callback that buffers what it reports (the worker's log) writes it out once
+        # per batch.
+        flush = getattr(self.on_run, "flush", None)
+        if flush is not None:
+            try:
+                flush()
+            except Exception as exc:
+                log.warning("on_run callback failed: %s", exc)
+        return True

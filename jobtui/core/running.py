@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, or_, select
 from sqlalchemy.engine import Engine
 
 from jobtui.core import executor, schema
@@ -103,24 +103,36 @@ def find_aborts(engine: Engine, runs: Sequence[Run], runner_id: str) -> list[Run
     operator, or their job removed (in one query)."""
     j = schema.job
     ids = [run.job.id for run in runs]
+    flagged = or_(j.c.abort_requested.is_(True), j.c.remove_requested.is_(True))
     with engine.connect() as conn:
+        # The rows an operator flagged, and how many of them all are still there: not
+        # every in-flight row each time (the monitor asks about three times a second).
         rows: dict[int, Any] = {
             int(r.id): r
             for r in conn.execute(
                 select(j.c.id, j.c.abort_requested, j.c.remove_requested, j.c.runner_id).where(
-                    j.c.id.in_(ids)
+                    j.c.id.in_(ids), flagged
                 )
             )
         }
+        present = int(conn.execute(select(func.count()).where(j.c.id.in_(ids))).scalar() or 0)
+        if present < len(set(ids)):  # some row is gone (deleted): which ones
+            gone = set(ids) - {
+                int(r[0]) for r in conn.execute(select(j.c.id).where(j.c.id.in_(ids)))
+            }
+        else:
+            gone = set()
         conn.rollback()
     found = []
     for run in runs:
         if run.abort_event.is_set():
             continue
         row = rows.get(run.job.id)
-        if row is None or (row.remove_requested and row.runner_id == runner_id):
+        if run.job.id in gone or (
+            row is not None and row.remove_requested and row.runner_id == runner_id
+        ):
             run.abort_reason = "removed"
-        elif row.abort_requested and row.runner_id == runner_id:
+        elif row is not None and row.abort_requested and row.runner_id == runner_id:
             run.abort_reason = "operator"
         else:
             continue

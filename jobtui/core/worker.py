@@ -30,8 +30,25 @@ EXIT_ABORTED = 3  # the job was aborted or removed
 EXIT_INTERRUPTED = 130  # Ctrl-C
 
 
-def _log_run(result: RunResult) -> None:
-    print(result.line(), file=sys.stderr, flush=True)
+class _RunLog:
+    """``jobtui worker``'s log, one line per run: a batch's lines are written together
+    (the pool calls ``flush`` after each batch), one write instead of one per run."""
+
+    def __init__(self) -> None:
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, result: RunResult) -> None:
+        line = result.line()
+        with self._lock:
+            self._lines.append(line)
+
+    def flush(self) -> None:
+        with self._lock:
+            lines, self._lines = self._lines, []
+        if lines:
+            sys.stderr.write("\n".join(lines) + "\n")
+            sys.stderr.flush()
 
 
 def worker_main(
@@ -59,7 +76,7 @@ def worker_main(
         poll=poll,
         name=name or "worker",
         heartbeat_timeout=heartbeat_timeout,
-        on_run=_log_run,
+        on_run=_RunLog(),
         retention=retention,
         lead=lead,
         owner_share=owner_share,
@@ -107,7 +124,7 @@ def run_foreground(store: JobStore, name: str, *, poll: float = DEFAULT_POLL) ->
         raise InvalidInput(f"job {name!r} is not run until its row is fixed: {job.problem}")
 
     pool = RunnerPool(store, threads=1, poll=poll, name=f"run:{name}", job_id=job.id, hold=True)
-    pool.on_run = _log_run
+    pool.on_run = _RunLog()
     code = EXIT_FINISHED
     pool.start()
     try:

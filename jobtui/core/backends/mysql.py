@@ -331,7 +331,7 @@ class MySQLBackend(Backend):
             got = sql.get_locks(cur, [n for _, n in wanted])
             names = {jid: n for (jid, n), ok in zip(wanted, got, strict=True) if ok}
             locked.extend(names.values())
-            rows = sql.lock_rows(cur, sql.CLAIM_COLUMNS, list(names))
+            rows = sql.lock_rows(cur, sql.CLAIM_COLUMNS_READ, list(names))
             jobs = sql.jobs(sql.CLAIM_COLUMNS, rows)
             runs: list[Any] = []
             values: dict[int, dict[str, Any]] = {}
@@ -346,7 +346,7 @@ class MySQLBackend(Backend):
                     continue
                 run, vals, rows_ = planned
                 runs.append(run)
-                values[job.id] = vals
+                values[job.id] = sql.changed(row, vals)
                 run_rows.extend(rows_)
             if runs:
                 # Every row is locked and was seen idle: all of them must match.
@@ -374,7 +374,7 @@ class MySQLBackend(Backend):
         RELEASE_LOCK(...)``, ``COMMIT``)."""
         with sql.raw_transaction(conn, "recording") as cur:
             sql.record_runs(cur, runner_id, outcomes)
-            locked = sql.lock_rows(cur, sql.RECORD_COLUMNS, [o[0] for o in outcomes])
+            locked = sql.lock_rows(cur, sql.RECORD_COLUMNS_READ, [o[0] for o in outcomes])
             rows = {
                 int(row.id): (row, job)
                 for row, job in zip(locked, sql.jobs(sql.RECORD_COLUMNS, locked), strict=True)
@@ -387,7 +387,7 @@ class MySQLBackend(Backend):
                 if new is not None and row is not None and row.remove_requested:
                     removed.append(jid)  # removed while it ran: now its name is free
                 elif new is not None:
-                    updates[jid] = new
+                    updates[jid] = sql.changed(row, new)
             sql.update_jobs(cur, updates)
             sql.delete_jobs(cur, removed)
             # Inside the transaction: the job rows stay locked until the commit, so a

@@ -64,6 +64,9 @@ CLAIM_COLUMNS = (
     "next_run",
     "created",
 )
+# Read with them (last), not to plan the run nor to make its Job: so that the claim writes
+# them only when they change.
+CLAIM_COLUMNS_READ = (*CLAIM_COLUMNS, "runner_id", "runner_connection_id", "abort_requested")
 
 # What recording an outcome reads under the row lock: bookkeeping.finish_values' inputs (the
 # state, and the schedule and its anchor for the next slot after an error) and whether
@@ -84,6 +87,18 @@ RECORD_COLUMNS = (
     "total_time",
     "created",
     "remove_requested",
+)
+# Read with them (last), not to compute the new values nor to make the Job: so that they
+# are written only when they change.
+RECORD_COLUMNS_READ = (
+    *RECORD_COLUMNS,
+    "last_outcome",
+    "last_error",
+    "broken_reason",
+    "abort_requested",
+    "run_now",
+    "locked_by",
+    "locked_until",
 )
 
 RUN_INSERT_COLUMNS = (
@@ -130,9 +145,13 @@ def row_type(columns: Sequence[str]) -> Any:
 
 
 def jobs(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[Job]:
-    """``Job`` objects from rows of ``columns`` (absent columns as a full row reads them);
-    the definitions come from the store's shared cache."""
-    return jobs_from_values(map(job_fields_getter(tuple(columns), partial=True), rows))
+    """``Job`` objects from rows of ``columns`` (absent columns as a full row reads them;
+    a row may hold more values after those, which are left out); the definitions come
+    from the store's shared cache."""
+    n = len(columns)
+    return jobs_from_values(
+        map(job_fields_getter(tuple(columns), partial=True), (tuple(r)[:n] for r in rows))
+    )
 
 
 # PyMySQL's own literal for the types a batch binds most (ids, counters, flags, NULLs,
@@ -278,6 +297,26 @@ def update_jobs(cur: Any, values: dict[int, dict[str, Any]], *, only_idle: bool 
 
 
 _ABSENT = object()
+
+
+def changed(row: Any, values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` without the columns that ``row`` (read under the row's lock) already
+    holds: writing them again would change nothing, and each written column costs the
+    server its work. A column the row was not read with is always written."""
+    fields = row._fields
+    return {k: v for k, v in values.items() if k not in fields or not _same(getattr(row, k), v)}
+
+
+def _same(old: Any, new: Any) -> bool:
+    """Whether the column holds ``new`` already (a flag reads back as 0/1; text compares
+    as the tables' binary collation does)."""
+    if old is None or new is None:
+        return old is new
+    if type(new) is bool:
+        return type(old) in (int, bool) and old == int(new)
+    if type(old) is not type(new):
+        return False  # e.g. a zero date read back as text: write the value
+    return bool(old == new)
 
 
 def insert_runs(cur: Any, rows: Iterable[dict[str, Any]]) -> None:
