@@ -107,7 +107,7 @@ class Tried:
         self._lock = threading.Lock()
 
     def watch(self, pool: RunnerPool) -> None:
-        claim = pool._claim
+        claim = pool._claim_runs
         self.claims[pool.runner_id] = []
 
         def counting(session, job_ids):  # type: ignore[no-untyped-def]
@@ -115,7 +115,7 @@ class Tried:
                 self.claims[pool.runner_id].append(list(job_ids))
             return claim(session, job_ids)
 
-        pool._claim = counting  # type: ignore[method-assign]
+        pool._claim_runs = counting  # type: ignore[method-assign]
 
     def ids(self, runner_id: str) -> set[int]:
         with self._lock:
