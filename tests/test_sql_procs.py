@@ -512,6 +512,21 @@ def test_changes_through_sql_reach_a_running_pool_within_a_second(server: Server
             assert _job(server, cron)["next_run"] is None
             armed = wait_for(lambda: _job(server, cron)["next_run"], 10)
             assert armed.hour == 3 and armed.minute == 0 and armed.second == 0
+            # a zone only the runners can check: the arming marks the job BROKEN, saying why
+            bad = _submit(
+                conn,
+                db,
+                "submit_job",
+                "badzone",
+                "SELECT 1",
+                "cron 0 3 * * * Mars/Olympus",
+                None,
+                None,
+            )
+            assert wait_for(lambda: _job(server, bad)["broken"], 10)
+            row = _job(server, bad)
+            assert row["status"] == "BROKEN" and "Mars/Olympus" in row["broken_reason"]
+            assert row["next_run"] is None
     finally:
         conn.close()
     left = _root_rows(

@@ -5,7 +5,10 @@ SQL cannot compute a cron slot as croniter does, so ``CALL submit_job(...,
 ``next_run`` NULL in phase ENABLED. A runner's heartbeat arms such rows: it
 reads each one as it reads any row (a row with a problem is left to the
 claim's checks) and writes its first slot (``schedules.first_run``), or
-FINISHED when its window has closed. Rows written in the last
+FINISHED when its window has closed; a row with a problem (a cron line or zone
+that only croniter refuses) is marked BROKEN with the problem as its reason, as
+a claim marks one, so it does not wait for a slot in silence. Rows written in
+the last
 ``ARM_DELAY`` seconds are left alone: the command line's submit holds a new
 job's ``next_run`` NULL for a moment while it creates the job's routines.
 """
@@ -18,11 +21,12 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
 
-from jobtui.core import schema
+from jobtui.core import bookkeeping, schema
+from jobtui.core.model import Intent, Status
 from jobtui.core.rowmap import job_from_row
 from jobtui.core.schedules import first_run
 from jobtui.core.timeutil import to_db
-from jobtui.core.transitions import status_after
+from jobtui.core.transitions import PHASES, status_after
 
 ARM_DELAY = 2.0  # seconds
 ARM_BATCH = 100
@@ -35,6 +39,7 @@ def _unarmed(now: datetime) -> Any:
         j.c.schedule_kind == "cron",
         j.c.phase == "ENABLED",
         j.c.running.is_(False),
+        j.c.broken.is_(False),  # no slot needed until it is unbroken
         j.c.remove_requested.is_(False),
         j.c.updated < to_db(now - timedelta(seconds=ARM_DELAY)),
     )
@@ -50,14 +55,29 @@ def unarmed(conn: Connection, now: datetime) -> list[int]:
 
 def arm(conn: Connection, job_id: int, now: datetime) -> bool:
     """Give one unarmed cron job its first slot, under its row lock, in the caller's
-    transaction (False: it was armed or changed meanwhile, or its row has a problem)."""
+    transaction (False: it was armed or changed meanwhile, or its row has a problem:
+    then it is marked BROKEN, the problem its reason)."""
     j = schema.job
     row = conn.execute(select(j).where(j.c.id == job_id, *_unarmed(now)).with_for_update()).first()
     if row is None:
         return False
     job = job_from_row(row)
-    if job.problem is not None or job.schedule.kind != "cron":
-        return False  # the claim's row checks deal with it
+    if job.problem is not None:
+        valid = row.intent in Intent.__members__ and row.phase in PHASES
+        broken = {"broken": True, "running": False}
+        conn.execute(
+            update(j)
+            .where(j.c.id == job_id)
+            .values(
+                broken=True,
+                broken_reason=job.problem[: bookkeeping.MAX_ERROR_LENGTH],
+                status=status_after(row, broken) if valid else Status.BROKEN.value,
+                updated=to_db(now),
+            )
+        )
+        return False
+    if job.schedule.kind != "cron":
+        return False  # changed meanwhile: nothing to arm
     nxt = first_run(job.schedule, now)
     values: dict[str, Any] = {"next_run": to_db(nxt), "phase": "ENABLED" if nxt else "FINISHED"}
     values["status"] = status_after(row, values)
