@@ -346,6 +346,14 @@ def _join(parts: list[str]) -> list[str]:
     return out
 
 
+# What comes between a routine's name and its body in routines_for_job's CREATE.
+_PROC_HEAD = "'`(', v_params,\n                           ') SQL SECURITY DEFINER '"
+_FUNC_HEAD = (
+    "'`() RETURNS DATETIME(6) ',\n"
+    "                           'NOT DETERMINISTIC READS SQL DATA SQL SECURITY DEFINER '"
+)
+
+
 def routines_for_job(schema: str) -> str:
     """The job's DEFINER routines (``routines.for_what`` / ``for_expr``), created in
     this (the owner's) session as ``routines.install`` creates them. Inputs: v_job,
@@ -376,71 +384,13 @@ def routines_for_job(schema: str) -> str:
     ELSE
       SET v_params = '', v_wbody = CONCAT(v_prelude, v_target, '; END');
     END IF;
-    SET v_n = 0, v_ok = 0;
-    SELECT COUNT(*), IFNULL(MAX(CAST(ROUTINE_DEFINITION AS BINARY) = CAST(v_wbody AS BINARY)
-                               AND SECURITY_TYPE = 'DEFINER'), 0)
-      INTO v_n, v_ok FROM information_schema.ROUTINES
-      WHERE ROUTINE_SCHEMA = DATABASE() AND DEFINER = CURRENT_USER()
-        AND ROUTINE_TYPE = 'PROCEDURE' AND ROUTINE_NAME = v_wname;
-    IF v_n = 0 OR v_ok = 0 THEN
-      BEGIN
-        DECLARE EXIT HANDLER FOR SQLEXCEPTION
-        BEGIN
-          GET DIAGNOSTICS CONDITION 1 v_errno = MYSQL_ERRNO, v_err = MESSAGE_TEXT;
-          SET v_bad = 1;
-        END;
-        SET v_bad = 0;
-        IF v_n > 0 THEN
-          SET v_sql = CONCAT('DROP PROCEDURE IF EXISTS {q}.`', v_wname, '`');
-          PREPARE jobtui_sql_ddl FROM v_sql;
-          EXECUTE jobtui_sql_ddl;
-        END IF;
-        SET v_sql = CONCAT('CREATE PROCEDURE {q}.`', v_wname, '`(', v_params,
-                           ') SQL SECURITY DEFINER ', v_wbody);
-        PREPARE jobtui_sql_ddl FROM v_sql;
-        EXECUTE jobtui_sql_ddl;
-        DEALLOCATE PREPARE jobtui_sql_ddl;
-        SET v_wmade = 1;
-      END;
-      IF v_bad = 1 THEN
-        SET v_made_err = CONCAT('procedure ', v_wname, ' (', v_errno, ') ', v_err);
-      END IF;
-    END IF;
+    {_ensure_routine(q, "PROCEDURE", "v_wname", "v_wbody", "v_wmade", _PROC_HEAD)}
   END IF;
   IF v_bad = 0 AND v_give_expr = 1 THEN
     {json_string("v_expr", "v_jtarget")}
     SET v_xname = CONCAT('{FUNC_PREFIX}', v_job, '_', {xdigest});
     SET v_xbody = CONCAT(v_prelude, 'RETURN (', v_expr, '); END');
-    SET v_n = 0, v_ok = 0;
-    SELECT COUNT(*), IFNULL(MAX(CAST(ROUTINE_DEFINITION AS BINARY) = CAST(v_xbody AS BINARY)
-                               AND SECURITY_TYPE = 'DEFINER'), 0)
-      INTO v_n, v_ok FROM information_schema.ROUTINES
-      WHERE ROUTINE_SCHEMA = DATABASE() AND DEFINER = CURRENT_USER()
-        AND ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_NAME = v_xname;
-    IF v_n = 0 OR v_ok = 0 THEN
-      BEGIN
-        DECLARE EXIT HANDLER FOR SQLEXCEPTION
-        BEGIN
-          GET DIAGNOSTICS CONDITION 1 v_errno = MYSQL_ERRNO, v_err = MESSAGE_TEXT;
-          SET v_bad = 1;
-        END;
-        SET v_bad = 0;
-        IF v_n > 0 THEN
-          SET v_sql = CONCAT('DROP FUNCTION IF EXISTS {q}.`', v_xname, '`');
-          PREPARE jobtui_sql_ddl FROM v_sql;
-          EXECUTE jobtui_sql_ddl;
-        END IF;
-        SET v_sql = CONCAT('CREATE FUNCTION {q}.`', v_xname, '`() RETURNS DATETIME(6) ',
-                           'NOT DETERMINISTIC READS SQL DATA SQL SECURITY DEFINER ', v_xbody);
-        PREPARE jobtui_sql_ddl FROM v_sql;
-        EXECUTE jobtui_sql_ddl;
-        DEALLOCATE PREPARE jobtui_sql_ddl;
-        SET v_xmade = 1;
-      END;
-      IF v_bad = 1 THEN
-        SET v_made_err = CONCAT('function ', v_xname, ' (', v_errno, ') ', v_err);
-      END IF;
-    END IF;
+    {_ensure_routine(q, "FUNCTION", "v_xname", "v_xbody", "v_xmade", _FUNC_HEAD)}
   END IF;
   IF v_bad = 1 THEN
     IF v_wmade = 1 THEN
@@ -453,6 +403,42 @@ def routines_for_job(schema: str) -> str:
       ' in your session; the job runs as that routine, with your rights, so you need CREATE ROUTINE on the jobtui database (jobtui grant) and a statement that a stored procedure may hold');
   END IF;
 """
+
+
+def _ensure_routine(q: str, rtype: str, name: str, body: str, made: str, head: str) -> str:
+    """(Re)create one of the job's routines (``rtype`` PROCEDURE or FUNCTION) in this
+    session unless this account already has it with exactly this body; ``head``: the
+    SQL between its name and its body. Sets ``made`` to 1 when created here, or v_bad
+    and v_made_err when the server refused."""
+    return f"""SET v_n = 0, v_ok = 0;
+    SELECT COUNT(*), IFNULL(MAX(CAST(ROUTINE_DEFINITION AS BINARY) = CAST({body} AS BINARY)
+                               AND SECURITY_TYPE = 'DEFINER'), 0)
+      INTO v_n, v_ok FROM information_schema.ROUTINES
+      WHERE ROUTINE_SCHEMA = DATABASE() AND DEFINER = CURRENT_USER()
+        AND ROUTINE_TYPE = '{rtype}' AND ROUTINE_NAME = {name};
+    IF v_n = 0 OR v_ok = 0 THEN
+      BEGIN
+        DECLARE EXIT HANDLER FOR SQLEXCEPTION
+        BEGIN
+          GET DIAGNOSTICS CONDITION 1 v_errno = MYSQL_ERRNO, v_err = MESSAGE_TEXT;
+          SET v_bad = 1;
+        END;
+        SET v_bad = 0;
+        IF v_n > 0 THEN
+          SET v_sql = CONCAT('DROP {rtype} IF EXISTS {q}.`', {name}, '`');
+          PREPARE jobtui_sql_ddl FROM v_sql;
+          EXECUTE jobtui_sql_ddl;
+        END IF;
+        SET v_sql = CONCAT('CREATE {rtype} {q}.`', {name}, {head}, {body});
+        PREPARE jobtui_sql_ddl FROM v_sql;
+        EXECUTE jobtui_sql_ddl;
+        DEALLOCATE PREPARE jobtui_sql_ddl;
+        SET {made} = 1;
+      END;
+      IF v_bad = 1 THEN
+        SET v_made_err = CONCAT('{rtype.lower()} ', {name}, ' (', v_errno, ') ', v_err);
+      END IF;
+    END IF;"""
 
 
 ROUTINE_DECLARES = f"""
