@@ -404,8 +404,7 @@ def ensure_views(engine: Engine) -> bool:
         try:
             for name, base in ((USER_JOB_VIEW, job), (USER_RUN_VIEW, run)):
                 conn.execute(text(view_ddl(name, base, definer_role=definer_role)))
-            conn.execute(meta.delete().where(meta.c.key == VIEWS_KEY))
-            conn.execute(meta.insert().values(key=VIEWS_KEY, value=digest))
+            put_meta(conn, VIEWS_KEY, digest)
             conn.commit()
         except DBAPIError as exc:
             if error_code(exc) in PERMISSION_ERRORS:
@@ -417,6 +416,12 @@ def ensure_views(engine: Engine) -> bool:
 
 def select_meta(key: str) -> Any:
     return meta.select().with_only_columns(meta.c.value).where(meta.c.key == key)
+
+
+def put_meta(conn: Connection, key: str, value: str) -> None:
+    """Set ``key`` in jobtui_meta (replacing its value), in the caller's transaction."""
+    conn.execute(meta.delete().where(meta.c.key == key))
+    conn.execute(meta.insert().values(key=key, value=value))
 
 
 def _add_missing_columns(conn: Connection) -> None:

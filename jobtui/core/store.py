@@ -219,9 +219,7 @@ class JobStore:
         """Mark this database as a demo (`jobtui demo`): a process that opens it knows the
         demo actions (``builtin_actions``); no other database does."""
         with self.write() as conn:
-            key = schema.meta.c.key
-            conn.execute(schema.meta.delete().where(key == builtin_actions.DEMO_KEY))
-            conn.execute(schema.meta.insert().values(key=builtin_actions.DEMO_KEY, value="1"))
+            schema.put_meta(conn, builtin_actions.DEMO_KEY, "1")
         builtin_actions.register_demo()
 
     @db_errors

@@ -58,8 +58,7 @@ def ensure_sql_api(engine: Engine) -> bool:
                         ) from exc
             finally:
                 cur.close()
-            conn.execute(schema.meta.delete().where(schema.meta.c.key == SQL_API_KEY))
-            conn.execute(schema.meta.insert().values(key=SQL_API_KEY, value=digest))
+            schema.put_meta(conn, SQL_API_KEY, digest)
             conn.commit()
         except DBAPIError as exc:
             if error_code(exc) in PERMISSION_ERRORS:
