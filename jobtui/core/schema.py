@@ -149,6 +149,9 @@ job = Table(
     **MYSQL_TABLE_OPTIONS,
 )
 
+# the run log's UNIQUE (job_id, scheduled_for): the slot guard, and how a run row is found
+RUN_SLOT_INDEX = "uq_jobtui_run_job_slot"
+
 run = Table(
     "jobtui_run",
     metadata,
@@ -165,7 +168,7 @@ run = Table(
     Column("runner", String(190)),
     Column("skipped", Integer, nullable=False, default=0),  # slots coalesced into this row
     Column("manual", Boolean, nullable=False, default=False),  # run-now
-    UniqueConstraint("job_id", "scheduled_for", name="uq_jobtui_run_job_slot"),
+    UniqueConstraint("job_id", "scheduled_for", name=RUN_SLOT_INDEX),
     Index("ix_jobtui_run_started", "started"),
     Index("ix_jobtui_run_outcome", "outcome"),
     **MYSQL_TABLE_OPTIONS,

@@ -33,6 +33,12 @@ log = logging.getLogger("jobtui.runner")
 
 JOB = schema.job.name
 RUN = schema.run.name
+# The rows a batch names are reached by their keys, never by a scan: asked for a large part
+# of a small table, the optimizer scans it, and a locking scan locks every row it passes,
+# so two threads' batches deadlock (seen in the tests on a busy machine, and in the
+# benchmark). The hints keep each statement's locks to the rows it names.
+BY_ID = "FORCE INDEX (PRIMARY)"
+RUN_BY_SLOT = f"FORCE INDEX ({schema.RUN_SLOT_INDEX})"
 
 # What a claim needs: the definition (to execute it, and to compute the next slot),
 # the state the eligibility check reads, and what Job() requires, plus the counters
@@ -254,7 +260,9 @@ def read_rows(cur: Any, columns: Sequence[str], ids: Sequence[int], *, lock: boo
     cols = ", ".join(columns)
     tail = " FOR UPDATE" if lock else ""
     _execute(
-        cur, f"SELECT {cols} FROM {JOB} WHERE id IN ({_marks(len(ids))}) ORDER BY id{tail}", ids
+        cur,
+        f"SELECT {cols} FROM {JOB} {BY_ID} WHERE id IN ({_marks(len(ids))}) ORDER BY id{tail}",
+        ids,
     )
     make = row_type(columns)._make
     return [make(row) for row in cur.fetchall()]
@@ -292,7 +300,7 @@ def update_jobs(cur: Any, values: dict[int, dict[str, Any]], *, only_idle: bool 
         sets.append(f"{k} = CASE id {' '.join(whens)} ELSE {k} END")
     where = f"id IN ({_marks(len(ids))})" + (" AND running = 0" if only_idle else "")
     params.extend(ids)
-    _execute(cur, f"UPDATE {JOB} SET {', '.join(sets)} WHERE {where}", params)
+    _execute(cur, f"UPDATE {JOB} {BY_ID} SET {', '.join(sets)} WHERE {where}", params)
     return int(cur.rowcount)
 
 
@@ -359,7 +367,7 @@ def record_runs(
     params.extend((runner, Outcome.RUNNING.value, Outcome.LOST.value))
     _execute(
         cur,
-        f"UPDATE {RUN} SET {', '.join(sets)} WHERE ({match}) AND runner = %s "
+        f"UPDATE {RUN} {RUN_BY_SLOT} SET {', '.join(sets)} WHERE ({match}) AND runner = %s "
         "AND outcome IN (%s, %s)",
         params,
     )
