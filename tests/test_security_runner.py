@@ -383,10 +383,37 @@ def test_owner_queue_passes_other_owners_while_one_holds_its_share() -> None:
     q = _OwnerQueue(cap=1)
     for owner, jid in (("alice", 1), ("alice", 2), ("bob", 3)):
         q.put(("run", [jid]), owner)
-    assert q.get() == (("run", [1]), "alice")
+    assert q.get() == (("run", [1]), "alice", False)
     assert q.runnable() == 1  # alice's second waits; bob's passes
-    assert q.get() == (("run", [3]), "bob")
+    assert q.get() == (("run", [3]), "bob", False)
     q.put(None)
-    assert q.get() == (None, None)  # a stop passes too
+    assert q.get() == (None, None, False)  # a stop passes too
     q.done("alice")
-    assert q.get() == (("run", [2]), "alice")
+    assert q.get() == (("run", [2]), "alice", False)
+
+
+def test_owner_queue_lets_batches_of_short_jobs_take_all_threads_but_one() -> None:
+    """An owner's long items hold at most ``cap`` threads; its batches of short jobs may
+    take more, up to ``short_cap`` items in all, so one thread stays for the others."""
+    from jobtui.core.runner import _OwnerQueue
+
+    q = _OwnerQueue(cap=2, short_cap=3)
+    q.put(("run", [1]), "alice")
+    q.put(("run", [2]), "alice")
+    q.put(("run", [3]), "alice")  # long: past alice's share of 2
+    q.put(("run", [4, 5]), "alice", short=True)
+    q.put(("run", [6, 7]), "alice", short=True)  # past the 3 items alice may hold
+    q.put(("run", [8]), "bob")
+    taken = [q.get() for _ in range(4)]
+    assert taken == [
+        (("run", [1]), "alice", False),
+        (("run", [2]), "alice", False),
+        (("run", [4, 5]), "alice", True),
+        (("run", [8]), "bob", False),
+    ]
+    assert q.runnable() == 0  # alice holds 3: neither her long item nor her batch
+    q.done("alice", True)  # the batch ended: another item of hers, the first in line
+    assert q.runnable() == 1
+    assert q.get() == (("run", [6, 7]), "alice", True)  # her long one still waits (2 long)
+    q.done("alice", False)
+    assert q.get() == (("run", [3]), "alice", False)

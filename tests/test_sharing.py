@@ -285,12 +285,21 @@ def due_at(store: JobStore, jobs: list[Job], when: datetime) -> None:
         conn.execute(update(j).where(j.c.id.in_([x.id for x in jobs])).values(next_run=to_db(when)))
 
 
+def first_slots_ran(store: JobStore, jobs: list[Job], slot: datetime) -> bool:
+    """Each job's run of ``slot``: there, ended well, no slot skipped before it."""
+    for j in jobs:
+        runs = [r for r in store.runs(j.name) if r.scheduled_for == slot]
+        if len(runs) != 1 or runs[0].outcome is not Outcome.OK or runs[0].skipped:
+            return False
+    return True
+
+
 def test_new_jobs_join_batches_of_known_ones_from_their_first_run(
     store: JobStore, pools: list[RunnerPool]
 ) -> None:
     make_demo(store)
     later = make_schedule("once", start=utcnow() + timedelta(hours=1))
-    new = [store.submit(f"n{i}", What("action", "demo.noop"), later) for i in range(4)]
+    new = [store.submit(f"n{i}", What("action", "demo.noop"), later) for i in range(8)]
     known = known_short(store, pools, [f"k{i:02d}" for i in range(20)])
     assert all(store.get(j.name).last_duration is None for j in new)  # never run
     start = utcnow() + timedelta(seconds=1.5)
@@ -302,12 +311,76 @@ def test_new_jobs_join_batches_of_known_ones_from_their_first_run(
     assert wait_for(lambda: not a.busy(), 10)
     claims = tried.claims[a.runner_id]
     fresh = {j.id for j in new}
-    # two batches of 10 known jobs (two threads), each with one new job; the others alone
-    assert sorted(len(c) for c in claims) == [1, 1, 11, 11], claims
-    assert all(len(fresh.intersection(c)) == 1 for c in claims)
-    for j in everything:
-        [run] = [r for r in store.runs(j.name) if r.scheduled_for == start]
-        assert run.outcome is Outcome.OK and run.skipped == 0
+    # Two batches of 10 known jobs (two threads); one new job joins one of them, last (the
+    # first of its kind). The claim tells how long the known ones, of the same kind, ran:
+    # the 7 other new jobs are batched as such (how many a batch depends on how long
+    # the runs took: BATCH_BUDGET), not claimed one by one.
+    mixed = [c for c in claims if fresh.intersection(c) and not fresh.issuperset(c)]
+    assert len(mixed) == 1 and len(fresh.intersection(mixed[0])) == 1, claims
+    only_new = [c for c in claims if fresh.issuperset(c)]
+    assert sum(len(c) for c in only_new) == 7 and len(only_new) < 7, claims
+    assert first_slots_ran(store, everything, start)
+
+
+def test_a_burst_of_new_jobs_is_batched_after_the_first_of_their_kind(
+    store: JobStore, pools: list[RunnerPool]
+) -> None:
+    """No job has run yet: the first of a kind runs alone, the others wait for it (at most
+    PROBE_WAIT) and are then batched, since it was short. No slot is lost."""
+    make_demo(store)
+    start = utcnow() + timedelta(seconds=1.5)
+    new = [
+        store.submit(f"b{i:02d}", What("action", "demo.noop"), make_schedule("once", start=start))
+        for i in range(30)
+    ]
+    tried = Tried()
+    a = start_pool(pools, store, tried, threads=2, owner_share=1)
+    assert wait_for(lambda: all(store.get(j.name).phase == "FINISHED" for j in new), 20)
+    assert wait_for(lambda: not a.busy(), 10)
+    claims = tried.claims[a.runner_id]
+    assert len(claims[0]) == 1  # the first of its kind, alone
+    # the 29 others batched (two threads: two batches, or more when the runs took long
+    # enough for BATCH_BUDGET to split them), not claimed one by one
+    assert sum(len(c) for c in claims[1:]) == 29 and len(claims) <= 10, claims
+    assert first_slots_ran(store, new, start)
+
+
+def test_new_jobs_wait_for_a_long_first_of_their_kind_no_longer_than_the_probe_wait(
+    store: JobStore, pools: list[RunnerPool]
+) -> None:
+    """The first of a kind runs long: the others are taken one at a time once PROBE_WAIT
+    has passed, while it still runs; and the next new one of that kind goes alone."""
+    make_demo(store)
+    start = utcnow() + timedelta(seconds=1.5)
+    slow = [
+        store.submit(
+            f"s{i}", What("action", "demo.sleep", ("3",)), make_schedule("once", start=start)
+        )
+        for i in range(4)
+    ]
+    tried = Tried()
+    a = start_pool(pools, store, tried, threads=4, owner_share=1)
+    assert wait_for(lambda: all(store.get(j.name).phase == "FINISHED" for j in slow), 30)
+    runs = sorted((r for j in slow for r in store.runs(j.name)), key=lambda r: r.started)
+    assert [r.outcome for r in runs] == [Outcome.OK] * 4
+    first = runs[0]
+    assert first.finished is not None
+    assert all(r.started < first.finished for r in runs[1:])  # not held up until it ended
+    assert sorted(len(c) for c in tried.claims[a.runner_id]) == [1, 1, 1, 1]
+    # learnt: a run of this kind takes 3 s, so new ones of it, all due at once, are not
+    # batched (batched, 8 would go in 4 claims of 2). (The kind's last run is what counts:
+    # once one of these has ended, quickly, the next new ones of the kind are batched.)
+    start = utcnow() + timedelta(seconds=1.5)
+    more = [
+        store.submit(
+            f"t{i}", What("action", "demo.sleep", ("0",)), make_schedule("once", start=start)
+        )
+        for i in range(8)
+    ]
+    assert wait_for(lambda: all(store.get(j.name).phase == "FINISHED" for j in more), 30)
+    ids = {j.id for j in more}
+    assert ids <= tried.ids(a.runner_id)
+    assert all(len(c) == 1 for c in tried.claims[a.runner_id] if ids.intersection(c))
 
 
 def test_a_new_job_in_a_batch_holds_up_none_of_the_known_ones(

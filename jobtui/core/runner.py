@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, case, func, or_, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -41,7 +41,7 @@ from jobtui.core.db import mask_text
 from jobtui.core.dberrors import describe as _describe
 from jobtui.core.dberrors import translate_db_error
 from jobtui.core.errors import JobLocked, JobtuiError
-from jobtui.core.model import Outcome
+from jobtui.core.model import Job, Outcome
 from jobtui.core.reaping import Reaper
 from jobtui.core.recording import Ended, Recorder
 from jobtui.core.retention import Retention
@@ -67,6 +67,10 @@ DEFAULT_LEAD = 0.25  # seconds: a slot due this soon is claimed now and executed
 BURST_WAIT = 0.2  # seconds: the longest a batch's recording waits for a slot's other batches
 SHORT_RUN = 0.1  # seconds: a job whose last run took less may be batched
 FRESH_GUESS = SHORT_RUN  # seconds a job never run yet counts for in a batch's budget
+# seconds past its slot: while the first of its kind runs (a probe), the other new jobs of
+# that kind (one owner's jobs with the same kind and target, never run yet) wait at most
+# this long to learn whether they may be batched; then they are taken one at a time
+PROBE_WAIT = 0.5
 RECONNECT_CAP = 5.0
 PRUNE_MAX_BATCHES = 20  # per housekeeping pass; the rest goes in the next one
 
@@ -76,55 +80,69 @@ _Item = tuple[str, list[int]] | None  # ("run" | "hold", job ids); None: a threa
 
 class _OwnerQueue:
     """The worker threads' queue: first in, first out, except that the items of an owner
-    whose runs already hold ``cap`` threads wait (without a thread) and the others pass.
+    whose runs already hold their share of the threads wait (without a thread) and the
+    others pass.
 
-    Each "run" item is one owner's (batches never mix owners), so one owner's jobs never
-    execute on more than ``cap`` threads at once: a few endless jobs of one owner leave
-    the pool's other threads to the others (docs/runners.md, "Between owners").
+    Each "run" item is one owner's (batches never mix owners). An owner's long items (a
+    job run alone: long, or of unknown duration) hold at most ``cap`` threads at once, so
+    a few endless jobs of one owner leave the pool's other threads to the others
+    (docs/runners.md, "Between owners"). Its batches of short jobs, which end within
+    their budget, may also take the threads its long ones leave, all but one
+    (``short_cap`` in all): one owner's burst of short jobs is not slowed down by a share
+    meant for endless ones, and another owner's job still finds a thread.
     """
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, short_cap: int | None = None) -> None:
         self.cap = cap
-        self._items: deque[tuple[str | None, _Item]] = deque()
-        self._holding: dict[str, int] = {}  # owner -> items taken by threads, not yet done
+        self.short_cap = max(cap, short_cap if short_cap is not None else cap)
+        self._items: deque[tuple[str | None, bool, _Item]] = deque()
+        self._long: dict[str, int] = {}  # owner -> long items taken by threads, not done
+        self._all: dict[str, int] = {}  # owner -> items taken by threads, not done
         self._cond = threading.Condition()
 
-    def put(self, item: _Item, owner: str | None = None) -> None:
+    def put(self, item: _Item, owner: str | None = None, *, short: bool = False) -> None:
         with self._cond:
-            self._items.append((owner, item))
+            self._items.append((owner, short, item))
             self._cond.notify()
 
-    def get(self) -> tuple[_Item, str | None]:
-        """The first item a thread may take now (blocking); ``done(owner)`` when finished."""
+    def _may(self, owner: str | None, short: bool) -> bool:
+        if owner is None:
+            return True
+        if self._all.get(owner, 0) >= self.short_cap:
+            return False
+        return short or self._long.get(owner, 0) < self.cap
+
+    def get(self) -> tuple[_Item, str | None, bool]:
+        """The first item a thread may take now (blocking): (item, owner, short);
+        ``done(owner, short)`` when finished."""
         with self._cond:
             while True:
-                for i, (owner, item) in enumerate(self._items):
-                    if owner is None or self._holding.get(owner, 0) < self.cap:
+                for i, (owner, short, item) in enumerate(self._items):
+                    if self._may(owner, short):
                         del self._items[i]
                         if owner is not None:
-                            self._holding[owner] = self._holding.get(owner, 0) + 1
-                        return item, owner
+                            self._all[owner] = self._all.get(owner, 0) + 1
+                            if not short:
+                                self._long[owner] = self._long.get(owner, 0) + 1
+                        return item, owner, short
                 self._cond.wait()
 
-    def done(self, owner: str | None) -> None:
+    def done(self, owner: str | None, short: bool = False) -> None:
         if owner is None:
             return
         with self._cond:
-            left = self._holding.get(owner, 0) - 1
-            if left > 0:
-                self._holding[owner] = left
-            else:
-                self._holding.pop(owner, None)
+            for counts in (self._all,) if short else (self._all, self._long):
+                left = counts.get(owner, 0) - 1
+                if left > 0:
+                    counts[owner] = left
+                else:
+                    counts.pop(owner, None)
             self._cond.notify_all()
 
     def runnable(self) -> int:
         """How many queued items a thread could take now."""
         with self._cond:
-            return sum(
-                1
-                for owner, _ in self._items
-                if owner is None or self._holding.get(owner, 0) < self.cap
-            )
+            return sum(1 for owner, short, _ in self._items if self._may(owner, short))
 
 
 def owner_cap(threads: int, share: float) -> int:
@@ -204,8 +222,14 @@ class RunnerPool:
         self._bursting = 0
         self._cooldown: dict[int, float] = {}
         self._long_taken: set[int] = set()  # taken jobs that are not batched (guarded by _lock)
+        # Jobs never run yet, batched on the duration of their kind (_like): guarded by _lock
+        self._guessed: set[int] = set()
+        # (owner, what kind, target) -> the last duration of such a run here, in seconds;
+        # and the kinds whose first new job runs now (probe), since when (monotonic).
+        self._like: dict[tuple[str, str, str], float] = {}
+        self._probes: dict[tuple[str, str, str], float] = {}
         self._owner_of: dict[int, str] = {}  # taken job id -> its owner (guarded by _lock)
-        self._queue = _OwnerQueue(self.owner_cap)
+        self._queue = _OwnerQueue(self.owner_cap, self.threads - 1)
         self._wake = threading.Event()
         # When the scheduler's next pass is planned (monotonic), and whether its last pass
         # left due jobs behind: a worker that ends a batch wakes it only when it must.
@@ -385,6 +409,10 @@ class RunnerPool:
                 j.c.locked_by,
                 j.c.locked_until,
                 j.c.last_duration,
+                # what a job never run yet is like (its owner's, same kind and target):
+                # for the others not read, as targets may be long statements
+                case((j.c.last_duration.is_(None), j.c.what_kind), else_=None).label("kind"),
+                case((j.c.last_duration.is_(None), j.c.what_target), else_=None).label("target"),
             )
             .where(
                 j.c.running.is_(False),
@@ -409,8 +437,11 @@ class RunnerPool:
         cooling: float | None = None  # the first cooldown to end among due jobs (monotonic)
         elsewhere = False  # a due job is leased by another runner (SQLite)
         due: list[tuple[float, int]] = []
-        short: dict[int, float] = {}  # job id -> its last run's duration
+        short: dict[int, float] = {}  # job id -> its last run's duration (or its kind's)
         fresh: set[int] = set()  # never run yet: one at the end of a batch, or alone
+        guessed: set[int] = set()  # never run yet, batched as short ones of their kind
+        unknown: dict[int, tuple[str, str, str]] = {}  # never run yet, nor any of its kind
+        held = False  # new jobs left for the next pass: the first of their kind runs
         owners: dict[int, str] = {}
         for row in rows:
             jid = int(row.id)
@@ -431,7 +462,15 @@ class RunnerPool:
             if type(duration) in (float, int) and 0.0 <= duration < SHORT_RUN:
                 short[jid] = float(duration)
             elif duration is None:
-                fresh.add(jid)
+                like = (owners[jid], str(row.kind), str(row.target))
+                guess = self._like.get(like)
+                if guess is not None and guess < SHORT_RUN:
+                    short[jid] = guess
+                    guessed.add(jid)
+                else:
+                    fresh.add(jid)
+                    if guess is None:
+                        unknown[jid] = like
             if row.run_now:  # any pool, at once: an operator waits for it
                 due.append((0.0, jid))
             elif (
@@ -444,9 +483,14 @@ class RunnerPool:
                 if earliest is None or takeover < earliest:
                     earliest = takeover
             elif nxt is not None and nxt <= soon:
+                ahead = (nxt - now).total_seconds()
+                # its slot in monotonic time, for a new job whose kind is not known yet
+                if jid in unknown and self._probing(unknown[jid], mono + max(0.0, ahead)):
+                    held = True  # the first of its kind tells whether it may be batched
+                    continue
                 # 0.1 s buckets, shuffled inside: pools sharing a database start on
                 # different jobs instead of all fighting over the same first one.
-                due.append((1.0 + (nxt - now).total_seconds() // 0.1 + random.random(), jid))
+                due.append((1.0 + ahead // 0.1 + random.random(), jid))
             elif nxt is not None and (earliest is None or nxt < earliest):
                 earliest = nxt
         due.sort()
@@ -476,12 +520,14 @@ class RunnerPool:
                 self._owner_of[jid] = owners[jid]
                 if jid not in short:
                     self._long_taken.add(jid)
+                elif jid in guessed:
+                    self._guessed.add(jid)
         self._dispatch([jid for _, jid in taken], short, owners, fresh)
         if len(self._cooldown) > 1000:
             self._cooldown = {k: v for k, v in self._cooldown.items() if v > mono}
         # A worker that ends a batch wakes the loop when due jobs were left behind here;
         # otherwise only when its jobs' next runs come before the pass planned below.
-        self._backlog = len(due) > len(taken) or len(rows) >= limit or elsewhere
+        self._backlog = len(due) > len(taken) or len(rows) >= limit or elsewhere or held
         if self._backlog:
             return self.poll  # more are due: a worker running low on work wakes the loop
         wait = self.poll
@@ -490,6 +536,20 @@ class RunnerPool:
         if earliest is None:
             return wait
         return max(0.002, min(wait, (earliest - self._lead - self.now()).total_seconds()))
+
+    def _probing(self, like: tuple[str, str, str], slot: float) -> bool:
+        """Whether a new job of kind ``like`` (due at ``slot``, monotonic), none of which
+        ran here yet, waits for the first of its kind (the probe); if none is on its way,
+        it becomes the probe. A probe that has not ended PROBE_WAIT after its slot holds
+        up nothing more."""
+        since = self._probes.get(like)
+        if since is None:
+            if len(self._probes) >= 1000:
+                mono = time.monotonic()
+                self._probes = {k: v for k, v in self._probes.items() if mono - v < PROBE_WAIT}
+            self._probes[like] = slot
+            return False
+        return time.monotonic() - since < PROBE_WAIT
 
     def _dispatch(
         self,
@@ -502,9 +562,10 @@ class RunnerPool:
 
         A batch holds one owner's jobs only: its runs share a connection, which is
         reset after each batch (``Session.reset``). An owner's short jobs are spread
-        over the threads (one batch each), unless a batch's last durations would add
-        up to more than BATCH_BUDGET: then more, smaller batches. (Not over the threads
-        the owner may hold at once: larger batches' claims lock by a table scan once
+        over the threads its batches may hold at once (all but one, ``_OwnerQueue``;
+        one batch each), unless a batch's last durations would add up to more than
+        BATCH_BUDGET: then more, smaller batches. (Not over the fewer threads an
+        owner's long jobs may hold: larger batches' claims lock by a table scan once
         they name a large part of the table, and deadlocked in the benchmark.)
 
         A job never run yet (``fresh``: no known duration) joins a batch whose known
@@ -527,26 +588,30 @@ class RunnerPool:
             ids = quick.get(owner, [])
             batches: list[list[int]] = []
             if ids:
-                size = min(MAX_BATCH, max(1, -(-len(ids) // self.threads)))
+                # as many batches as threads the owner's batches may hold at once
+                size = min(MAX_BATCH, max(1, -(-len(ids) // self._queue.short_cap)))
                 mean = sum(short[jid] for jid in ids) / len(ids)
                 size = max(1, min(size, int(BATCH_BUDGET / max(mean, 1e-4))))
                 batches = [ids[i : i + size] for i in range(0, len(ids), size)]
             rest = new.get(owner, [])
+            # Batches of short jobs only (known, or guessed from their kind) are "short"
+            # for the owner's share of the threads; one with a new job, or a job alone, not.
             for batch in batches:
-                if not rest:
-                    break
-                room = BATCH_BUDGET - sum(short[jid] for jid in batch)
-                if room >= FRESH_GUESS - 1e-9 and len(batch) < MAX_BATCH:
-                    batch.append(rest.pop(0))
-            batches.extend([jid] for jid in rest)
-            for batch in batches:
-                self._queue.put(("run", batch), owner)
+                with_new = False
+                if rest:
+                    room = BATCH_BUDGET - sum(short[jid] for jid in batch)
+                    if room >= FRESH_GUESS - 1e-9 and len(batch) < MAX_BATCH:
+                        batch.append(rest.pop(0))
+                        with_new = True
+                self._queue.put(("run", batch), owner, short=not with_new)
+            for jid in rest:
+                self._queue.put(("run", [jid]), owner)
 
     def _worker_loop(self) -> None:
         session = Session(self.engine, self.backend)
         try:
             while True:
-                item, owner = self._queue.get()
+                item, owner, short = self._queue.get()
                 if item is None:
                     break
                 kind, jids = item
@@ -566,8 +631,9 @@ class RunnerPool:
                             for jid in jids:
                                 self._active.pop(jid, None)
                                 self._long_taken.discard(jid)
+                                self._guessed.discard(jid)
                                 self._owner_of.pop(jid, None)
-                        self._queue.done(owner)
+                        self._queue.done(owner, short)
                         if self._queue.runnable() < self.threads and (look_again or self._backlog):
                             self._wake.set()
         finally:
@@ -712,6 +778,7 @@ class RunnerPool:
         with self._lock:
             for run in runs:
                 self._active[run.job.id] = run
+        self._learn_claimed(runs)
         done = self._run_batch(runs)
         return bool(declined) or self._next_runs_early(done)
 
@@ -751,7 +818,13 @@ class RunnerPool:
         done: list[Ended] = []
         ended: list[Ended] = []  # recorded ahead of a job never run yet
         checked = False
-        runs.sort(key=lambda run: run.job.last_duration is None)  # never run yet: last
+        with self._lock:  # never run yet, and batched as others of its kind (no probe)
+            guessed = {run.job.id for run in runs if run.job.id in self._guessed}
+
+        def new(run: Run) -> bool:  # never run yet, nor any of its kind: may be long
+            return run.job.last_duration is None and run.job.id not in guessed
+
+        runs.sort(key=new)  # last
         # Only batches of short jobs (more than one run) take part: a job run alone (long,
         # or of unknown duration) neither waits for the others nor makes them wait.
         burst = len(runs) > 1 and any(run.ahead for run in runs)
@@ -766,7 +839,7 @@ class RunnerPool:
                     if not checked:
                         checked = True
                         self._claimer.withdraw([r for r in runs if r.ahead])
-                if done and run.job.last_duration is None:
+                if done and new(run):
                     # A job never run yet may be long: what ran before it is recorded
                     # (locks released, no session reset: the rest are still held) first.
                     if burst:
@@ -788,6 +861,28 @@ class RunnerPool:
             with self._burst:
                 self._burst.wait_for(lambda: self._bursting == 0, timeout=BURST_WAIT)
         return ended + done if self._finish(done) else None
+
+    def _learn(self, items: list[Ended]) -> None:
+        """Remember how long a run of each kind (owner, what kind, target) took: the new
+        jobs of that kind are batched when it was short (``_schedule_once``)."""
+        for run, outcome, _error, finished in items:
+            if run.exec_start is not None and outcome in (Outcome.OK, Outcome.FAILED):
+                self._like_took(run.job, (finished - run.exec_start).total_seconds())
+
+    def _learn_claimed(self, runs: list[Run]) -> None:
+        """What the claimed jobs' last runs took, as ``_learn`` (before they run again)."""
+        for run in runs:
+            last = run.job.last_duration
+            if isinstance(last, (float, int)):
+                self._like_took(run.job, float(last))
+
+    def _like_took(self, job: Job, seconds: float) -> None:
+        like = self._like
+        if len(like) >= 10_000:
+            like.clear()
+        kind = (job.owner, job.what.kind, job.what.target)
+        like[kind] = max(0.0, seconds)
+        self._probes.pop(kind, None)
 
     def _verify(self, runs: list[Run]) -> None:
         self._claimer.verify(runs, self._schema)
@@ -857,6 +952,7 @@ class RunnerPool:
             # this connection claims another owner's jobs (or evaluates their expr).
             session.reset()
         self.runs_done += len(items)
+        self._learn(items)
         if self.on_run is None:
             return True
         for run, outcome, error, finished in items:
