@@ -30,6 +30,11 @@ Systems (``--systems``, default all):
   SQLAlchemyJobStore in the scratch database, a thread pool, interval trigger
   1 s, ``misfire_grace_time=None``, ``coalesce=False``; each firing inserts
   through a pooled connection;
+- ``bookkept``: the floor plus the bookkeeping jobtui's guarantees need (a named
+  lock per job, the job rows marked at the claim and at the end, a run row written
+  before and after, each job through its owner's DEFINER routine), in batches of a
+  connection's share per slot, with no scheduling logic at all: what any runner
+  keeping those guarantees spends per firing (``run_bookkept``);
 - ``floor``: no scheduler at all, the least any client can do: ``--threads``
   PyMySQL connections opened in advance, each firing its share of the N jobs
   (``CALL fire(i)`` and ``COMMIT``, one after another) at every whole second.
@@ -69,7 +74,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
 
-SYSTEMS = ("jobtui", "jobtui2", "events", "apscheduler", "floor")
+SYSTEMS = ("jobtui", "jobtui2", "events", "apscheduler", "floor", "bookkept")
 
 # The issue's targets for jobtui: N -> (p99 lateness in ms, two worker processes)
 TARGETS = {100: (10.0, False), 1000: (50.0, False), 3000: (200.0, True)}
@@ -470,6 +475,142 @@ def run_floor(server: str, jobs: int, seconds: int, args: argparse.Namespace) ->
     return result
 
 
+# ---------------------------------------------------------------------- bookkept
+
+
+def run_bookkept(server: str, jobs: int, seconds: int, args: argparse.Namespace) -> Result:
+    """The floor plus the bookkeeping jobtui's guarantees need, and nothing else: what any
+    runner keeping them must spend per firing, a bound for jobtui's CPU per firing.
+
+    Each job is a real jobtui job (the same rows and owner's DEFINER routines as the
+    ``jobtui`` system). Each of ``--threads`` connections takes its share of the jobs at
+    every slot as one batch, in jobtui's statements at their smallest:
+
+    - claim, one transaction: ``GET_LOCK`` of every job (one statement), the job
+      rows' state ``SELECT ... FOR UPDATE`` (5 columns), one ``UPDATE`` marking them
+      running (the same values for all: no ``CASE``), one multi-row ``INSERT`` of run
+      rows (the slot guard, and what a crash leaves recorded), ``COMMIT``;
+    - each job: ``CALL`` its owner's DEFINER routine, ``COMMIT`` (jobs run with their
+      owner's rights);
+    - recording, one transaction: one ``UPDATE`` of the run rows and one of the job
+      rows (counters by SQL arithmetic, no ``CASE``), ``RELEASE_LOCK`` of every job,
+      ``COMMIT``.
+
+    Left out, as no cheaper than jobtui's own: deciding what is due, computing next
+    slots, verifying the routines, reading the columns a definition needs, per-row
+    values, reaping, heartbeats, and every cost of a second runner.
+    """
+    result = Result("bookkept", jobs, seconds, 1)
+    url = c.db_url(server)
+    c.recreate_database(server)
+    conn = c.admin_connect(server, c.BENCH_DB)
+    _ledger_proc(conn, "bookkept")
+    from jobtui.core.store import open_store
+
+    open_store(url).close()
+    start = c.next_whole_second(args.lead)
+    slots = args.warmup + seconds
+    submit_jobtui_jobs(url, jobs, start, slots)
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT name FROM mysql.proc WHERE db = %s AND type = 'PROCEDURE' "
+            "AND name LIKE 'jobtui\\_w\\_%%'",
+            (c.BENCH_DB,),
+        )
+        routine = {int(str(n).split("_")[2]): str(n) for (n,) in cur.fetchall()}
+        cur.execute("SELECT id, name, owner, what_args FROM jobtui_job ORDER BY id")
+        rows = [
+            (int(i), str(name), str(owner), json.loads(a)[0], routine[int(i)])
+            for i, name, owner, a in cur.fetchall()
+        ]
+    conn.commit()
+    conns = [c.admin_connect(server, c.BENCH_DB) for _ in range(args.threads)]
+    for each in conns:
+        each.autocommit(False)
+
+    def marks(n: int) -> str:
+        return ", ".join(["%s"] * n)
+
+    def fire(k: int) -> None:
+        cn = conns[k]
+        mine = rows[k :: len(conns)]
+        if not mine:
+            return
+        ids = [r[0] for r in mine]
+        locks = [f"{c.BENCH_DB}.bookkept.{i}" for i in ids]
+        n = len(ids)
+        one_run = "(%s, %s, %s, %s, %s, 'running', %s, 0, 0)"
+        with cn.cursor() as cur:
+            for s in range(slots):
+                slot = (start + timedelta(seconds=s)).astimezone(UTC).replace(tzinfo=None)
+                nxt = slot + timedelta(seconds=1)
+                c.sleep_until(start + timedelta(seconds=s))
+                now = datetime.now(UTC).replace(tzinfo=None)
+                cur.execute("SELECT " + ", ".join(["GET_LOCK(%s, 0)"] * n), locks)
+                cur.fetchall()
+                cur.execute(
+                    "SELECT id, status, running, broken, next_run FROM jobtui_job "
+                    f"FORCE INDEX (PRIMARY) WHERE id IN ({marks(n)}) ORDER BY id FOR UPDATE",
+                    ids,
+                )
+                cur.fetchall()
+                cur.execute(
+                    "UPDATE jobtui_job FORCE INDEX (PRIMARY) SET running = 1, runner_id = %s, "
+                    f"this_run = %s, next_run = %s, updated = %s WHERE id IN ({marks(n)})",
+                    ["bookkept", slot, nxt, now, *ids],
+                )
+                params: list[Any] = []
+                for i, name, owner, _no, _routine in mine:
+                    params.extend((i, name, owner, slot, now, "bookkept"))
+                cur.execute(
+                    "INSERT INTO jobtui_run (job_id, job_name, owner, scheduled_for, started, "
+                    "outcome, runner, skipped, manual) VALUES " + ", ".join([one_run] * n),
+                    params,
+                )
+                cn.commit()
+                for _i, _name, _owner, no, proc in mine:
+                    cur.execute(f"CALL `{c.BENCH_DB}`.`{proc}`(%s)", (no,))
+                    while cur.nextset():
+                        pass
+                    cn.commit()
+                done = datetime.now(UTC).replace(tzinfo=None)
+                took = (done - now).total_seconds() / n
+                cur.execute(
+                    f"UPDATE jobtui_run SET outcome = 'ok', finished = %s, duration = %s "
+                    f"WHERE job_id IN ({marks(n)}) AND scheduled_for = %s",
+                    [done, took, *ids, slot],
+                )
+                cur.execute(
+                    "UPDATE jobtui_job FORCE INDEX (PRIMARY) SET running = 0, runner_id = NULL, "
+                    "last_run = %s, last_outcome = 'ok', last_duration = %s, failures = 0, "
+                    "cycles = cycles + 1, total_time = total_time + %s, updated = %s "
+                    f"WHERE id IN ({marks(n)})",
+                    [slot, took, took, done, *ids],
+                )
+                cur.execute("DO " + ", ".join(["RELEASE_LOCK(%s)"] * n), locks)
+                cn.commit()
+
+    threads = [threading.Thread(target=fire, args=(k,), daemon=True) for k in range(len(conns))]
+    for t in threads:
+        t.start()
+    try:
+        _measure(result, conn, [_ps(os.getpid())], start + timedelta(seconds=args.warmup), args)
+    finally:
+        for t in threads:
+            t.join(timeout=args.drain + 5)
+        for each in conns:
+            each.close()
+    with conn.cursor() as cur:  # the bookkeeping was really done: every run recorded ok
+        cur.execute("SELECT COUNT(*) FROM jobtui_run WHERE outcome = 'ok'")
+        recorded = int(cur.fetchone()[0])
+        cur.execute("SELECT COUNT(*) FROM jobtui_job WHERE running = 0 AND cycles = %s", (slots,))
+        idle = int(cur.fetchone()[0])
+    conn.close()
+    if recorded != jobs * slots or idle != jobs:
+        result.note = f"run log {recorded}/{jobs * slots} ok, {idle}/{jobs} job rows idle"
+    return result
+
+
 # ---------------------------------------------------------------------- measuring
 
 
@@ -687,6 +828,8 @@ def _label(r: Result) -> str:
         return "floor (PyMySQL CALL+COMMIT, no scheduler)"
     if r.system == "events":
         return "MariaDB Event Scheduler"
+    if r.system == "bookkept":
+        return "bookkept (floor + the bookkeeping jobtui guarantees, no scheduler)"
     if r.system.startswith("jobtui"):
         return f"jobtui, {r.processes} worker{'s' if r.processes != 1 else ''}"
     return r.system
@@ -702,7 +845,7 @@ def workers_tables(results: list[Result], args: argparse.Namespace) -> list[str]
         "threads of the system's own connections (steadier on a shared server)."
     ]
     rows = []
-    order = [jobtui_name(k) for k in args.worker_counts] + ["floor", "events"]
+    order = [jobtui_name(k) for k in args.worker_counts] + ["floor", "bookkept", "events"]
     for n in args.job_counts:
         for system in order:
             r = _find(results, n, system)
@@ -963,6 +1106,8 @@ def main(argv: list[str] | None = None) -> int:
 def run_system(system: str, jobs: int, args: argparse.Namespace) -> Result:
     if system == "floor":
         return run_floor(args.server, jobs, args.seconds, args)
+    if system == "bookkept":
+        return run_bookkept(args.server, jobs, args.seconds, args)
     if system == "jobtui":
         return run_jobtui(args.server, jobs, args.seconds, 1, args)
     if system.startswith("jobtui"):

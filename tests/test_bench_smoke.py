@@ -77,7 +77,7 @@ def test_dispatch_smoke_jobtui_event_scheduler_and_floor() -> None:
         "--seconds",
         "3",
         "--systems",
-        "jobtui,events,floor",
+        "jobtui,events,floor,bookkept",
         "--server",
         MYSQL_SERVER,
         "--database",
@@ -87,12 +87,13 @@ def test_dispatch_smoke_jobtui_event_scheduler_and_floor() -> None:
     )
     assert "database: MariaDB/MySQL" in out
     rows = {r[1]: r for r in table_rows(out, "5")}
-    assert set(rows) >= {"jobtui", "events"}, out
-    for system in ("jobtui", "events"):
+    assert set(rows) >= {"jobtui", "events", "bookkept"}, out
+    for system in ("jobtui", "events", "bookkept"):
         expected, done = int(rows[system][3]), int(rows[system][4])
         assert expected == 15
         assert 0 < done <= expected + 1, out
     assert "jobtui's own run log" in out
+    assert rows["bookkept"][-1] == "", out  # its runs recorded ok, its job rows idle again
     # What the machine allows: from the floor's CPU per firing, beside jobtui's figures.
     bound = out[out.index("What this machine allows") :]
     row = table_rows(bound, "5")
