@@ -461,6 +461,23 @@ def run_floor(server: str, jobs: int, seconds: int, args: argparse.Namespace) ->
                         pass
                     cn.commit()
 
+    try:
+        _fire_and_measure(result, conn, conns, fire, start, args)
+    finally:
+        conn.close()
+    return result
+
+
+def _fire_and_measure(
+    result: Result,
+    conn: Any,
+    conns: list[Any],
+    fire: Any,
+    start: datetime,
+    args: argparse.Namespace,
+) -> None:
+    """``fire(k)`` in a thread per connection of ``conns``, measured from the first
+    measured slot (this process is the client); the connections are closed after."""
     threads = [threading.Thread(target=fire, args=(k,), daemon=True) for k in range(len(conns))]
     for t in threads:
         t.start()
@@ -471,8 +488,6 @@ def run_floor(server: str, jobs: int, seconds: int, args: argparse.Namespace) ->
             t.join(timeout=args.drain + 5)
         for each in conns:
             each.close()
-        conn.close()
-    return result
 
 
 # ---------------------------------------------------------------------- bookkept
@@ -590,22 +605,17 @@ def run_bookkept(server: str, jobs: int, seconds: int, args: argparse.Namespace)
                 cur.execute("DO " + ", ".join(["RELEASE_LOCK(%s)"] * n), locks)
                 cn.commit()
 
-    threads = [threading.Thread(target=fire, args=(k,), daemon=True) for k in range(len(conns))]
-    for t in threads:
-        t.start()
     try:
-        _measure(result, conn, [_ps(os.getpid())], start + timedelta(seconds=args.warmup), args)
+        _fire_and_measure(result, conn, conns, fire, start, args)
+        with conn.cursor() as cur:  # the bookkeeping was really done: every run recorded ok
+            cur.execute("SELECT COUNT(*) FROM jobtui_run WHERE outcome = 'ok'")
+            recorded = int(cur.fetchone()[0])
+            cur.execute(
+                "SELECT COUNT(*) FROM jobtui_job WHERE running = 0 AND cycles = %s", (slots,)
+            )
+            idle = int(cur.fetchone()[0])
     finally:
-        for t in threads:
-            t.join(timeout=args.drain + 5)
-        for each in conns:
-            each.close()
-    with conn.cursor() as cur:  # the bookkeeping was really done: every run recorded ok
-        cur.execute("SELECT COUNT(*) FROM jobtui_run WHERE outcome = 'ok'")
-        recorded = int(cur.fetchone()[0])
-        cur.execute("SELECT COUNT(*) FROM jobtui_job WHERE running = 0 AND cycles = %s", (slots,))
-        idle = int(cur.fetchone()[0])
-    conn.close()
+        conn.close()
     if recorded != jobs * slots or idle != jobs:
         result.note = f"run log {recorded}/{jobs * slots} ok, {idle}/{jobs} job rows idle"
     return result
