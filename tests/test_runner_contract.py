@@ -301,3 +301,48 @@ def test_a_job_held_in_the_foreground_is_refused_to_another_runner(
     finally:
         mine.discard()
         theirs.discard()
+
+
+def test_a_long_first_run_does_not_stall_the_jobs_batched_before_it(store: JobStore) -> None:
+    """Issue 26: a job never run yet joins a batch of short ones, last. Its first run may
+    be long; the short jobs ran and were recorded before it started, and they are due
+    again (every second) while it runs: the pool takes them again at once, it does not
+    keep them busy until the whole batch ends."""
+    from jobtui.core.schedules import make_schedule as schedule
+
+    make_demo(store)  # the demo.* actions: a demo database
+    with store.write() as conn:
+        conn.execute(text("CREATE TABLE ledger (job VARCHAR(64))"))
+    store.submit(
+        "tick", What("sql", "INSERT INTO ledger (job) VALUES ('tick')"), schedule("every", every=1)
+    )
+    pool = RunnerPool(store, threads=4, poll=0.2, name="stall")  # as the demo
+    pool.start()
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and store.get("tick").cycles < 2:
+            time.sleep(0.05)
+        tick = store.get("tick")
+        assert tick.cycles >= 2 and tick.last_duration is not None
+        assert tick.next_run is not None
+        # on one of tick's slots: both due in the same pass, so batched [tick, long]
+        long_run = 8.0
+        store.submit(
+            "long",
+            What("action", "demo.sleep", (str(long_run),)),
+            schedule("every", every=3600, start=tick.next_run + timedelta(seconds=2)),
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not store.get("long").running:
+            time.sleep(0.02)
+        assert store.get("long").running
+        started = store.get("tick").cycles
+        time.sleep(4.0)
+        during = store.get("tick").cycles - started
+        long_job = store.get("long")
+    finally:
+        pool.stop(grace=0)
+    assert long_job.running  # still in its first run while tick was watched
+    assert long_job.cycles == 0
+    # every second for 4 s: 3 or more runs (stalled, it made none until `long` ended)
+    assert during >= 3, f"tick ran {during} time(s) in 4 s during long's first run"

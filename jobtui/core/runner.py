@@ -229,6 +229,9 @@ class RunnerPool:
         self._like: dict[tuple[str, str, str], float] = {}
         self._probes: dict[tuple[str, str, str], float] = {}
         self._owner_of: dict[int, str] = {}  # taken job id -> its owner (guarded by _lock)
+        # taken job id -> the worker thread that has it (None: queued, no thread yet); a
+        # thread releases only its own (``_release``). Guarded by _lock.
+        self._taker: dict[int, int | None] = {}
         self._queue = _OwnerQueue(self.owner_cap, self.threads - 1)
         self._wake = threading.Event()
         # When the scheduler's next pass is planned (monotonic), and whether its last pass
@@ -517,6 +520,7 @@ class RunnerPool:
         with self._lock:
             for _, jid in taken:
                 self._active[jid] = None
+                self._taker[jid] = None
                 self._owner_of[jid] = owners[jid]
                 if jid not in short:
                     self._long_taken.add(jid)
@@ -615,6 +619,11 @@ class RunnerPool:
                 if item is None:
                     break
                 kind, jids = item
+                if kind == "run":
+                    me = threading.get_ident()
+                    with self._lock:
+                        for jid in jids:
+                            self._taker[jid] = me
                 look_again = True
                 try:
                     if kind == "hold":
@@ -627,17 +636,28 @@ class RunnerPool:
                         session.discard()
                 finally:
                     if kind == "run":
-                        with self._lock:
-                            for jid in jids:
-                                self._active.pop(jid, None)
-                                self._long_taken.discard(jid)
-                                self._guessed.discard(jid)
-                                self._owner_of.pop(jid, None)
+                        self._release(jids)
                         self._queue.done(owner, short)
                         if self._queue.runnable() < self.threads and (look_again or self._backlog):
                             self._wake.set()
         finally:
             session.discard()
+
+    def _release(self, jids: list[int]) -> None:
+        """This thread is done with ``jids`` (recorded, or never claimed): the scheduler may
+        take them again. A job released early (recorded ahead of a batch's first run) and
+        already taken again by another thread is that thread's now: left alone here."""
+        me = threading.get_ident()
+        with self._lock:
+            for jid in jids:
+                if self._taker.get(jid, me) != me:
+                    continue
+                self._taker.pop(jid, None)
+                self._active.pop(jid, None)
+                self._long_taken.discard(jid)
+                self._guessed.discard(jid)
+                self._owner_of.pop(jid, None)
+        self._wake.set()
 
     def _monitor_loop(self) -> None:
         """Aborts, heartbeats and the reaping of dead runners.
@@ -849,6 +869,9 @@ class RunnerPool:
                             self._burst.notify_all()
                     if self._finish(done, reset=False):
                         ended += done
+                        # Recorded, their locks released: they are due again on their
+                        # own schedule while this first run goes on, however long.
+                        self._release([r.job.id for r, *_ in done])
                     done = []
                 outcome, error = self._execute(run)
                 done.append((run, outcome, error, self.now()))
