@@ -553,6 +553,23 @@ def _run(schema: str) -> str:
   END IF;
   SET v_nargs = JSON_LENGTH(v_args);
   CALL {q}.`{runlog.BEGIN}`(p_job, v_slot);
+  IF v_skind = 'expr' AND v_expr IS NOT NULL THEN
+    -- DBMS_JOB.RUN: the next date from the interval, evaluated before the job runs (as
+    -- DBMS_JOB and the runners do), as the owner
+    BEGIN
+      DECLARE EXIT HANDLER FOR SQLEXCEPTION SET v_next_given = 0;
+      SET @jobtui_sql_value = NULL;
+      SET v_sql = CONCAT('SET STATEMENT max_statement_time = 2, time_zone = ''+00:00'' FOR ',
+                         'SELECT (', v_expr, ') INTO @jobtui_sql_value');
+      PREPARE jobtui_sql_expr FROM v_sql;
+      EXECUTE jobtui_sql_expr;
+      DEALLOCATE PREPARE jobtui_sql_expr;
+      SET v_next = CAST(@jobtui_sql_value AS DATETIME(6)), v_next_given = 1;
+      IF @jobtui_sql_value IS NOT NULL AND (v_next IS NULL OR v_next <= v_slot) THEN
+        SET v_next_given = 0;  -- not a later date: the next run stays as it was
+      END IF;
+    END;
+  END IF;
   BEGIN
     DECLARE EXIT HANDLER FOR SQLEXCEPTION
     BEGIN
@@ -576,22 +593,6 @@ def _run(schema: str) -> str:
     END IF;
     DEALLOCATE PREPARE jobtui_sql_run;
   END;
-  IF v_skind = 'expr' AND v_expr IS NOT NULL THEN
-    -- DBMS_JOB.RUN: the next date from the interval, evaluated now, as the owner
-    BEGIN
-      DECLARE EXIT HANDLER FOR SQLEXCEPTION SET v_next_given = 0;
-      SET @jobtui_sql_value = NULL;
-      SET v_sql = CONCAT('SET STATEMENT max_statement_time = 2, time_zone = ''+00:00'' FOR ',
-                         'SELECT (', v_expr, ') INTO @jobtui_sql_value');
-      PREPARE jobtui_sql_expr FROM v_sql;
-      EXECUTE jobtui_sql_expr;
-      DEALLOCATE PREPARE jobtui_sql_expr;
-      SET v_next = CAST(@jobtui_sql_value AS DATETIME(6)), v_next_given = 1;
-      IF @jobtui_sql_value IS NOT NULL AND (v_next IS NULL OR v_next <= v_slot) THEN
-        SET v_next_given = 0;  -- not a later date: the next run stays as it was
-      END IF;
-    END;
-  END IF;
   CALL {q}.`{runlog.END}`(p_job, v_slot, TRUE, NULL, v_next, v_next_given);
 """
     return _proc(

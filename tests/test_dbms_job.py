@@ -1,0 +1,108 @@
+"""Issue 26: where jobtui disagreed with DBMS_JOB and with docs/sql.md, each item proved
+through the SQL interface as an operator account (PyMySQL, ``server`` from
+tests/accounts.py: alice is an operator made by `jobtui grant --apply`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+import pymysql
+import pytest
+from accounts import Server
+from conftest import admin_connection
+
+pytestmark = pytest.mark.mariadb
+
+
+@pytest.fixture
+def app(server: Server) -> Iterator[str]:
+    """An application schema with table ``t`` that alice may read and write."""
+    name = f"{server.database}_app"
+    alice = f"'{server.names['alice']}'@'%'"
+    root = admin_connection()
+    try:
+        with root.cursor() as cur:
+            cur.execute(f"CREATE DATABASE `{name}`")
+            cur.execute(f"CREATE TABLE `{name}`.t (x VARCHAR(10))")
+            cur.execute(f"GRANT SELECT, INSERT, DELETE ON `{name}`.t TO {alice}")
+        yield name
+    finally:
+        with root.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+            cur.execute("DELETE FROM mysql.tables_priv WHERE Db = %s", (name,))
+            cur.execute("FLUSH PRIVILEGES")
+        root.close()
+
+
+def _call(conn: Any, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        rows = list(cur.fetchall())
+        while cur.nextset():
+            pass
+        return rows
+
+
+def _submit(conn: Any, db: str, proc: str, *args: Any) -> int:
+    marks = ", ".join(["%s"] * len(args))
+    _call(conn, f"CALL `{db}`.`{proc}`(@jobtui_t_job, {marks})", args)
+    return int(_call(conn, "SELECT @jobtui_t_job")[0][0])
+
+
+def _refused(conn: Any, sql: str, args: tuple[Any, ...] = ()) -> tuple[int, str]:
+    with pytest.raises(pymysql.err.MySQLError) as info:
+        _call(conn, sql, args)
+    return int(info.value.args[0]), str(info.value.args[1])
+
+
+def _root(server: Server, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    conn = admin_connection(server.database)
+    try:
+        return _call(conn, sql, args)
+    finally:
+        conn.close()
+
+
+def _job(server: Server, job_id: int) -> dict[str, Any]:
+    conn = admin_connection(server.database)
+    try:
+        with conn.cursor(pymysql.cursors.DictCursor) as cur:
+            cur.execute("SELECT * FROM jobtui_job WHERE id = %s", (job_id,))
+            return dict(cur.fetchone() or {})
+    finally:
+        conn.close()
+
+
+def _runs(server: Server, job_id: int) -> list[dict[str, Any]]:
+    conn = admin_connection(server.database)
+    try:
+        with conn.cursor(pymysql.cursors.DictCursor) as cur:
+            cur.execute("SELECT * FROM jobtui_run WHERE job_id = %s ORDER BY id", (job_id,))
+            return [dict(r) for r in cur.fetchall()]
+    finally:
+        conn.close()
+
+
+# ---------------------------------------------------------------------- item 1
+
+
+def test_run_evaluates_the_interval_before_the_job_runs(server: Server, app: str) -> None:
+    """DBMS_JOB.RUN computes the next date from INTERVAL when the run starts (as the
+    runners do), not from its end: a 3 s run of a NOW() + 1 day job is next due one
+    day after its start."""
+    db = server.database
+    conn = server.raw("alice")
+    try:
+        job = _submit(conn, db, "submit", "DO SLEEP(3)", "2030-01-01", "NOW() + INTERVAL 1 DAY")
+        _call(conn, f"CALL `{db}`.run(%s)", (job,))
+    finally:
+        conn.close()
+    (run,) = _runs(server, job)
+    assert run["outcome"] == "ok" and run["duration"] >= 2.9
+    nxt: datetime = _job(server, job)["next_run"]
+    # NOW() in the interval has whole seconds: within a second of start + 1 day
+    assert abs((nxt - (run["started"] + timedelta(days=1))).total_seconds()) < 1.01
+    assert nxt < run["finished"] + timedelta(days=1) - timedelta(seconds=1.5)
