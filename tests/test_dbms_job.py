@@ -106,3 +106,39 @@ def test_run_evaluates_the_interval_before_the_job_runs(server: Server, app: str
     # NOW() in the interval has whole seconds: within a second of start + 1 day
     assert abs((nxt - (run["started"] + timedelta(days=1))).total_seconds()) < 1.01
     assert nxt < run["finished"] + timedelta(days=1) - timedelta(seconds=1.5)
+
+
+# ---------------------------------------------------------------------- item 2
+
+
+def _minutes_to_retry(server: Server, job: int) -> float:
+    row = _job(server, job)
+    return float((row["next_run"] - row["last_cycle_finish"]).total_seconds() / 60)
+
+
+def test_failed_sql_runs_back_off_1_2_4_minutes(server: Server, app: str) -> None:
+    """Each failed CALL run(job) counts a failure and the retry backs off 1, 2, 4 minutes
+    after the run's end (never after the next date), as docs/sql.md promises; it was
+    always the first retry's time, a minute after the first failure."""
+    db = server.database
+    conn = server.raw("alice")
+    try:
+        job = _submit(
+            conn,
+            db,
+            "submit",
+            f"INSERT INTO `{app}`.t VALUES (REPEAT('x', 99))",
+            "2030-01-01",
+            "NOW() + INTERVAL 1 DAY",
+        )
+        waits = []
+        for _ in range(3):
+            code, _message = _refused(conn, f"CALL `{db}`.run(%s)", (job,))
+            assert code == 1406
+            waits.append(_minutes_to_retry(server, job))
+    finally:
+        conn.close()
+    assert waits == [pytest.approx(m, abs=0.01) for m in (1, 2, 4)]
+    row = _job(server, job)
+    assert row["failures"] == 3 and row["phase"] == "ERROR"
+    assert [r["outcome"] for r in _runs(server, job)] == ["failed"] * 3

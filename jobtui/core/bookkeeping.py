@@ -141,8 +141,10 @@ def finish_values(
                 :MAX_ERROR_LENGTH
             ]
         if not keep_phase:
+            values["next_run"] = to_db(
+                retry_time(failures, finished, _regular_next(job, phase, manual, finished))
+            )
             phase = "ERROR"
-            values["next_run"] = to_db(retry_time(failures, finished, next_run))
     elif outcome is Outcome.ABORTED and not shutdown:
         phase = "ABORTED"
         values["run_now"] = False
@@ -157,3 +159,19 @@ def finish_values(
         status=derive_status(intent=job.intent, broken=broken, running=False, phase=phase).value,
     )
     return values
+
+
+def _regular_next(job: Job, phase: str, manual: bool, finished: datetime) -> datetime | None:
+    """The job's next regular slot, which a failed run's retry never comes after.
+
+    A scheduled run's claim planned it (``job.next_run``). A manual run (run-now,
+    ``CALL run``) leaves ``next_run`` as it was, and in phase ERROR that is the last
+    failure's retry, not a slot: the next slot is then computed from the schedule (every,
+    cron), and an expr or once job has none known (its backoff alone counts). Otherwise
+    a manual failure would be retried at the last retry again, a minute later for ever,
+    instead of after 1, 2, 4 ... minutes."""
+    if not (manual and phase == "ERROR"):
+        return job.next_run
+    if job.schedule.kind in ("every", "cron"):
+        return next_slot(job.schedule, finished, anchor(job))
+    return None

@@ -217,6 +217,12 @@ def _end(schema: str, definer_role: bool) -> str:
             ' times in a row; last error: ', v_error), {MAX_ERROR_LENGTH});
         END IF;
         IF v_phase NOT IN ('FINISHED', 'ABORTED') THEN
+          IF v_phase = 'ERROR' THEN
+            -- next_run is the last failure's retry, not a slot (bookkeeping._regular_next):
+            -- an every job's next grid slot; cron, expr and once: the backoff alone
+            SET v_next = IF(v_kind = 'every' AND v_every BETWEEN 0.1 AND 3162240000,
+              {every_next("v_every", grid, "v_fin", "v_finish")}, NULL);
+          END IF;
           SET v_phase = 'ERROR';
           -- DBMS_JOB's backoff: 1, 2, 4 ... minutes, never after the next slot
           SET v_next = LEAST(IFNULL(v_next, CAST('9999-12-31' AS DATETIME(6))),
