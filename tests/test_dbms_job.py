@@ -28,11 +28,19 @@ def app(server: Server) -> Iterator[str]:
             cur.execute(f"CREATE DATABASE `{name}`")
             cur.execute(f"CREATE TABLE `{name}`.t (x VARCHAR(10))")
             cur.execute(f"GRANT SELECT, INSERT, DELETE ON `{name}`.t TO {alice}")
+            # two statements, the second fails: partial work unless rolled back
+            cur.execute(
+                f"CREATE PROCEDURE `{name}`.two() SQL SECURITY INVOKER BEGIN "
+                f"INSERT INTO `{name}`.t VALUES ('first'); "
+                f"INSERT INTO `{name}`.t VALUES (REPEAT('x', 99)); END"
+            )
+            cur.execute(f"GRANT EXECUTE ON PROCEDURE `{name}`.two TO {alice}")
         yield name
     finally:
         with root.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
             cur.execute("DELETE FROM mysql.tables_priv WHERE Db = %s", (name,))
+            cur.execute("DELETE FROM mysql.procs_priv WHERE Db = %s", (name,))
             cur.execute("FLUSH PRIVILEGES")
         root.close()
 
@@ -142,3 +150,35 @@ def test_failed_sql_runs_back_off_1_2_4_minutes(server: Server, app: str) -> Non
     row = _job(server, job)
     assert row["failures"] == 3 and row["phase"] == "ERROR"
     assert [r["outcome"] for r in _runs(server, job)] == ["failed"] * 3
+
+
+# ---------------------------------------------------------------------- item 3
+
+
+def test_a_failing_run_in_an_autocommit_session_rolls_back_all_its_work(
+    server: Server, app: str
+) -> None:
+    """The job's procedure inserts a row, then fails: in the client's autocommit session
+    the first insert is rolled back too, as docs/sql.md says; the run log keeps the
+    failure."""
+    db = server.database
+    conn = server.raw("alice")  # autocommit, as the mariadb client
+    try:
+        assert _call(conn, "SELECT @@autocommit") == [(1,)]
+        job = _submit(conn, db, "submit", f"CALL `{app}`.two()", "2030-01-01", None)
+        code, message = _refused(conn, f"CALL `{db}`.run(%s)", (job,))
+        assert code == 1406 and "Data too long" in message
+        assert _call(conn, f"SELECT x FROM `{app}`.t") == []
+    finally:
+        conn.close()
+    assert _root(server, f"SELECT x FROM `{app}`.t") == []
+    assert [r["outcome"] for r in _runs(server, job)] == ["failed"]
+    assert _job(server, job)["failures"] == 1
+    # a good run in the same kind of session commits its work
+    conn = server.raw("alice")
+    try:
+        ok = _submit(conn, db, "submit", f"INSERT INTO `{app}`.t VALUES ('ok')", "2030-01-01", None)
+        _call(conn, f"CALL `{db}`.run(%s)", (ok,))
+    finally:
+        conn.close()
+    assert _root(server, f"SELECT x FROM `{app}`.t") == [("ok",)]

@@ -579,6 +579,9 @@ def _run(schema: str) -> str:
       CALL {q}.`{runlog.END}`(p_job, v_slot, FALSE, CONCAT('(', v_errno, ') ', v_err), NULL, FALSE);
       RESIGNAL SET MYSQL_ERRNO = v_errno, MESSAGE_TEXT = v_err;
     END;
+    -- the job's work is one transaction, also in an autocommit session: a failure
+    -- rolls all of it back (the handler above); the run's end commits it
+    START TRANSACTION;
     IF v_kind = 'call' THEN
       SET v_sql = CONCAT('CALL `', SUBSTRING_INDEX(v_target, '.', 1), '`.`',
                          SUBSTRING_INDEX(v_target, '.', -1), '`(',
