@@ -182,3 +182,38 @@ def test_a_failing_run_in_an_autocommit_session_rolls_back_all_its_work(
     finally:
         conn.close()
     assert _root(server, f"SELECT x FROM `{app}`.t") == [("ok",)]
+
+
+# ---------------------------------------------------------------------- item 4
+
+
+def test_a_failed_sql_run_is_not_retried_after_the_window(server: Server, app: str) -> None:
+    db = server.database
+    conn = server.raw("alice")
+    try:
+        finish = _call(conn, "SELECT UTC_TIMESTAMP(6) + INTERVAL 30 SECOND")[0][0]
+        job = _submit(
+            conn,
+            db,
+            "submit_job",
+            "windowed",
+            f"INSERT INTO `{app}`.t VALUES (REPEAT('x', 99))",
+            "every 3600",
+            None,
+            finish,
+        )
+        # the first failure: its slot (due now, inside the window) stays the next run
+        code, _message = _refused(conn, f"CALL `{db}`.run(%s)", (job,))
+        assert code == 1406
+        row = _job(server, job)
+        assert row["phase"] == "ERROR" and row["next_run"] is not None
+        assert row["next_run"] <= finish
+        # the second: the next grid slot is past the window, the retry (2 minutes) too
+        code, _message = _refused(conn, f"CALL `{db}`.run(%s)", (job,))
+        assert code == 1406
+    finally:
+        conn.close()
+    row = _job(server, job)
+    assert row["next_run"] is None
+    assert row["phase"] == "FINISHED" and row["status"] == "FINISHED"
+    assert row["failures"] == 2 and row["last_outcome"] == "failed"

@@ -141,10 +141,16 @@ def finish_values(
                 :MAX_ERROR_LENGTH
             ]
         if not keep_phase:
-            values["next_run"] = to_db(
-                retry_time(failures, finished, _regular_next(job, phase, manual, finished))
-            )
-            phase = "ERROR"
+            retry = retry_time(failures, finished, _regular_next(job, phase, manual, finished))
+            finish = job.schedule.finish
+            if finish is not None and retry > aware(finish):
+                # the window is over before the retry: no run after it (DBMS_JOB has no
+                # window; a retry is a run like the others)
+                values["next_run"] = None
+                phase = "FINISHED"
+            else:
+                values["next_run"] = to_db(retry)
+                phase = "ERROR"
     elif outcome is Outcome.ABORTED and not shutdown:
         phase = "ABORTED"
         values["run_now"] = False

@@ -227,6 +227,9 @@ def _end(schema: str, definer_role: bool) -> str:
           -- DBMS_JOB's backoff: 1, 2, 4 ... minutes, never after the next slot
           SET v_next = LEAST(IFNULL(v_next, CAST('9999-12-31' AS DATETIME(6))),
             v_fin + INTERVAL LEAST(POW(2, LEAST(v_failures - 1, 20)), 1440) MINUTE);
+          IF v_finish IS NOT NULL AND v_next > v_finish THEN
+            SET v_next = NULL, v_phase = 'FINISHED';  -- no retry after the window
+          END IF;
         END IF;
       END IF;
       UPDATE {q}.`jobtui_job` SET `running` = 0, `this_run` = NULL, `runner_finish` = v_fin,

@@ -1,5 +1,6 @@
-"""Manual runs (``jobtui run-now``) and their failures, on SQLite and MariaDB (issue 26):
-a failed run-now backs off 1, 2, 4 minutes as a scheduled run's failure does."""
+"""DBMS_JOB's run bookkeeping through the store and a real pool, on SQLite and MariaDB
+(issue 26): a failed run-now backs off 1, 2, 4 minutes as a scheduled run's failure
+does; no retry after the job's window; total_time counts every run."""
 
 from __future__ import annotations
 
@@ -97,3 +98,53 @@ def test_a_manual_failure_in_error_is_capped_by_the_next_grid_slot_not_the_last_
         job, "ERROR", outcome=Outcome.FAILED, error="e", started=t0, finished=ended, manual=False
     )
     assert from_db(values["next_run"]) == t0 + timedelta(seconds=60)
+
+
+def test_no_retry_after_the_window_has_finished(store: JobStore, pool: RunnerPool) -> None:
+    """A failed run whose retry (a minute later) would come after the window's finish:
+    no next run, FINISHED (it ran 4 minutes past `finish` before)."""
+    now = datetime.now(UTC)
+    _failing(store, "late", make_schedule("once", start=now, finish=now + timedelta(seconds=20)))
+    assert wait_for(lambda: store.get("late").last_outcome is Outcome.FAILED, 15)
+    assert wait_for(lambda: not store.get("late").running, 5)
+    job = store.get("late")
+    assert job.next_run is None
+    assert job.status is Status.FINISHED and job.failures == 1
+
+
+def test_a_retry_inside_the_window_stays() -> None:
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    inside = _job(
+        schedule=Schedule("every", every=300.0, finish=t0 + timedelta(hours=1)),
+        next_run=t0 + timedelta(seconds=300),
+        phase="SLEEPING",
+        failures=0,
+    )
+    values = finish_values(
+        inside,
+        "SLEEPING",
+        outcome=Outcome.FAILED,
+        error="e",
+        started=t0,
+        finished=t0,
+        manual=False,
+    )
+    assert from_db(values["next_run"]) == t0 + timedelta(minutes=1)
+    assert values["phase"] == "ERROR"
+    past = _job(
+        schedule=Schedule("every", every=300.0, finish=t0 + timedelta(seconds=30)),
+        next_run=None,
+        phase="SLEEPING",
+        failures=0,
+    )
+    values = finish_values(
+        past,
+        "SLEEPING",
+        outcome=Outcome.FAILED,
+        error="e",
+        started=t0,
+        finished=t0,
+        manual=False,
+    )
+    assert values["next_run"] is None and values["phase"] == "FINISHED"
+    assert values["status"] == "FINISHED" and values["failures"] == 1
