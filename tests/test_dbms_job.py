@@ -217,3 +217,47 @@ def test_a_failed_sql_run_is_not_retried_after_the_window(server: Server, app: s
     assert row["next_run"] is None
     assert row["phase"] == "FINISHED" and row["status"] == "FINISHED"
     assert row["failures"] == 2 and row["last_outcome"] == "failed"
+
+
+# ---------------------------------------------------------------------- item 5
+
+
+def test_user_export_keeps_an_interval_jobs_next_date(server: Server, app: str) -> None:
+    """An interval job due in 2030, exported (user_export, export --format sql and as
+    JSON) and recreated from the CALL, is still due in 2030 (it ran at once before)."""
+    from jobtui.core.sqlapi.calls import recreate_call
+
+    db = server.database
+    conn = server.raw("alice")
+    try:
+        job = _submit(
+            conn,
+            db,
+            "submit_named",
+            "yearly",
+            f"INSERT INTO `{app}`.t VALUES ('y')",
+            "2030-01-01 03:00:00",
+            "NOW() + INTERVAL 1 YEAR",
+        )
+        _call(conn, f"CALL `{db}`.user_export(%s, @mycall)", (job,))
+        mycall = str(_call(conn, "SELECT @mycall")[0][0])
+        store = server.store("alice")
+        try:
+            stored = store.get("yearly")
+            assert mycall == recreate_call(stored)  # the command line's line, byte for byte
+            (exported,) = [e for e in store.export() if e["name"] == "yearly"]
+            assert exported["schedule"]["start"].startswith("2030-01-01T03:00:00")
+        finally:
+            store.close()
+        assert "'2030-01-01 03:00:00.000000'" in mycall
+        _call(conn, f"CALL `{db}`.remove(%s)", (job,))
+        _call(conn, "SET @recreate = @mycall")
+        _call(conn, "PREPARE recreate FROM @recreate")
+        _call(conn, "EXECUTE recreate")
+        again = int(_call(conn, "SELECT @job")[0][0])
+    finally:
+        conn.close()
+    row = _job(server, again)
+    assert row["name"] == "yearly" and row["schedule_kind"] == "expr"
+    assert row["next_run"] == datetime(2030, 1, 1, 3, 0)
+    assert row["schedule_expr"] == "NOW() + INTERVAL 1 YEAR"

@@ -27,6 +27,7 @@ from sqlalchemy import text
 
 from jobtui.cli import main
 from jobtui.core import actions
+from jobtui.core.jobdefs import exported_schedule
 from jobtui.core.model import Job, What
 from jobtui.core.runner import RunnerPool
 from jobtui.core.schedules import make_schedule
@@ -482,7 +483,9 @@ def test_export_as_sql_remove_and_run_the_calls_recreates_the_jobs(
     assert sorted(after) == sorted(before)
     for name, job in before.items():
         assert after[name].what == job.what
-        assert after[name].schedule == job.schedule
+        # an expr or once job's next date is carried as its start (issue 26)
+        assert after[name].schedule == exported_schedule(job)
+        assert after[name].next_run == job.next_run or job.schedule.kind not in ("expr", "once")
         assert calls.recreate_call(after[name]) == calls.recreate_call(job)
 
 
@@ -520,7 +523,8 @@ def test_the_exported_calls_pass_each_jobs_values_through_the_mariadb_client(
         ]
         + [
             "NULL" if t is None else t.strftime("%Y-%m-%d %H:%M:%S.%f")
-            for t in (job.schedule.start, job.schedule.finish)
+            # an expr or once job's next date is carried as its start (issue 26)
+            for t in (exported_schedule(job).start, job.schedule.finish)
         ]
         for job in (mine[d["name"]] for d in alice.export())
     ]

@@ -30,6 +30,20 @@ def removal_pending(name: str) -> InvalidInput:
     )
 
 
+def exported_schedule(job: Job) -> Schedule:
+    """The schedule an export writes for ``job`` (JSON, YAML, ``--format sql``,
+    ``user_export``): its own, except that an expr or once job's next date is carried as
+    its window start when it comes later. Such a job's first run is its start (or now,
+    without one): without this, a job whose next date is years ahead, exported and
+    recreated, would run at once (DBMS_JOB's USER_EXPORT keeps NEXT_DATE too)."""
+    sched = job.schedule
+    nxt = job.next_run
+    later = nxt is not None and (sched.start is None or nxt > sched.start)
+    if sched.kind in ("expr", "once") and later:
+        return replace(sched, start=nxt)
+    return sched
+
+
 def check_description(description: str | None) -> str:
     if description is None:
         return ""

@@ -14,7 +14,7 @@ from sqlalchemy import delete, insert, select, update
 
 from jobtui.core import routines
 from jobtui.core.errors import InvalidInput
-from jobtui.core.jobdefs import parse_job_definition, removal_pending
+from jobtui.core.jobdefs import exported_schedule, parse_job_definition, removal_pending
 from jobtui.core.model import Intent, Schedule, What
 from jobtui.core.rowmap import new_job_values
 from jobtui.core.schedules import first_run
@@ -51,7 +51,7 @@ def export_jobs(store: JobStore, *, all_owners: bool = False) -> list[dict[str, 
     """``JobStore.export``: job definitions, in the shape ``import_jobs`` reads."""
     out = []
     for job in store.list_jobs(all_owners=all_owners):
-        sched = job.schedule
+        sched = exported_schedule(job)
         out.append(
             {
                 "name": job.name,

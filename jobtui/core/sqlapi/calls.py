@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from jobtui.core.jobdefs import exported_schedule
 from jobtui.core.model import Job, Schedule, What
+from jobtui.core.schema import USER_JOB_VIEW
 
 SUBMIT_JOB = "submit_job"
 USER_EXPORT = "user_export"
@@ -86,13 +88,8 @@ def recreate_call(job: Job) -> str:
             f"it runs the action {job.what.target}, which the SQL interface cannot submit "
             "(copy it with jobtui export as JSON or YAML and jobtui import)"
         )
-    values = (
-        job.name,
-        what_text(job.what),
-        schedule_text(job.schedule),
-        job.schedule.start,
-        job.schedule.finish,
-    )
+    sched = exported_schedule(job)  # an expr or once job's next date, as its start
+    values = (job.name, what_text(job.what), schedule_text(sched), sched.start, sched.finish)
     return f"CALL {SUBMIT_JOB}(@job, {', '.join(sql_literal(v) for v in values)})"
 
 
@@ -136,13 +133,20 @@ BEGIN
   DECLARE v_found INT DEFAULT 0;
   DECLARE v_kind, v_name, v_schedule VARCHAR(1100) CHARACTER SET utf8mb4;
   DECLARE v_what LONGTEXT CHARACTER SET utf8mb4;
-  DECLARE v_start, v_finish DATETIME(6);
+  DECLARE v_start, v_finish, v_next DATETIME(6);
+  DECLARE v_skind VARCHAR(10) CHARACTER SET utf8mb4;
   DECLARE v_message VARCHAR(512) CHARACTER SET utf8mb4;
   SET mycall = NULL;
   SELECT COUNT(*), MAX(u.what_kind), MAX(u.name), MAX(u.what), MAX(u.schedule),
-         MAX(u.schedule_start), MAX(u.schedule_finish)
-    INTO v_found, v_kind, v_name, v_what, v_schedule, v_start, v_finish
-    FROM `{USER_JOBS}` AS u WHERE u.job = job;
+         MAX(u.schedule_start), MAX(u.schedule_finish), MAX(j.schedule_kind), MAX(j.next_run)
+    INTO v_found, v_kind, v_name, v_what, v_schedule, v_start, v_finish, v_skind, v_next
+    FROM `{USER_JOBS}` AS u JOIN `{USER_JOB_VIEW}` AS j ON j.id = u.job WHERE u.job = job;
+  -- jobdefs.exported_schedule: an expr or once job's stored next date (the views show
+  -- none for a halted job) carried as its start when later, or it would run at once
+  IF v_skind IN ('expr', 'once') AND v_next IS NOT NULL
+     AND (v_start IS NULL OR v_next > v_start) THEN
+    SET v_start = v_next;
+  END IF;
   IF v_found = 0 THEN
     SET v_message = CONCAT('job ', COALESCE(job, 'NULL'),
       ' is not one of your jobs (no such job, or another account owns it)');
