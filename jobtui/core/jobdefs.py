@@ -14,6 +14,7 @@ from typing import Any
 from jobtui.core.errors import InvalidInput
 from jobtui.core.model import MAX_DESCRIPTION_LENGTH, Job, Schedule, What, check_job_name
 from jobtui.core.schedules import first_run, make_schedule
+from jobtui.core.timeutil import utcnow
 from jobtui.core.transitions import derive_status
 
 DEFAULT_MAX_FAILURES = 16
@@ -30,16 +31,19 @@ def removal_pending(name: str) -> InvalidInput:
     )
 
 
-def exported_schedule(job: Job) -> Schedule:
+def exported_schedule(job: Job, now: datetime | None = None) -> Schedule:
     """The schedule an export writes for ``job`` (JSON, YAML, ``--format sql``,
     ``user_export``): its own, except that an expr or once job's next date is carried as
-    its window start when it comes later. Such a job's first run is its start (or now,
-    without one): without this, a job whose next date is years ahead, exported and
-    recreated, would run at once (DBMS_JOB's USER_EXPORT keeps NEXT_DATE too)."""
+    its window start when it is still ahead (after ``now``, default the clock) and later
+    than its start. Such a job's first run is its start (or now, without one): without
+    this, a job whose next date is years ahead, exported and recreated, would run at
+    once (DBMS_JOB's USER_EXPORT keeps NEXT_DATE too). A next date already due needs
+    nothing carried: the recreated job runs at once either way."""
     sched = job.schedule
     nxt = job.next_run
+    ahead = nxt is not None and nxt > (now or utcnow())
     later = nxt is not None and (sched.start is None or nxt > sched.start)
-    if sched.kind in ("expr", "once") and later:
+    if sched.kind in ("expr", "once") and ahead and later:
         return replace(sched, start=nxt)
     return sched
 

@@ -50,8 +50,9 @@ _DEFINITION_COLUMNS = (
 def export_jobs(store: JobStore, *, all_owners: bool = False) -> list[dict[str, Any]]:
     """``JobStore.export``: job definitions, in the shape ``import_jobs`` reads."""
     out = []
+    now = store.now()
     for job in store.list_jobs(all_owners=all_owners):
-        sched = exported_schedule(job)
+        sched = exported_schedule(job, now)
         out.append(
             {
                 "name": job.name,

@@ -142,8 +142,8 @@ BEGIN
     INTO v_found, v_kind, v_name, v_what, v_schedule, v_start, v_finish, v_skind, v_next
     FROM `{USER_JOBS}` AS u JOIN `{USER_JOB_VIEW}` AS j ON j.id = u.job WHERE u.job = job;
   -- jobdefs.exported_schedule: an expr or once job's stored next date (the views show
-  -- none for a halted job) carried as its start when later, or it would run at once
-  IF v_skind IN ('expr', 'once') AND v_next IS NOT NULL
+  -- none for a halted job) carried as its start when ahead and later, or it would run at once
+  IF v_skind IN ('expr', 'once') AND v_next > UTC_TIMESTAMP(6)
      AND (v_start IS NULL OR v_next > v_start) THEN
     SET v_start = v_next;
   END IF;
