@@ -31,6 +31,7 @@ from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobtuiError
 from jobtui.core.expressions import why_no_runs
 from jobtui.core.jobdefs import UNSET
 from jobtui.core.model import Job, Run, What, check_job_name
+from jobtui.core.showtime import halted, show_time, shown_next_run
 from jobtui.core.store import JobStore, RunnerInfo, open_store
 from jobtui.core.timeutil import aware, iso, parse_when
 from jobtui.core.transitions import status_marks
@@ -818,7 +819,14 @@ def job_dict(job: Job) -> dict[str, Any]:
     data = job.to_dict()
     data.setdefault("last_cycle_start", iso(job.last_cycle_start))
     data.setdefault("last_cycle_finish", iso(job.last_cycle_finish))
+    # next_run stays the stored value; a halted job shows none (jobtui.core.showtime)
+    data.setdefault("halted", halted(job))
     return data
+
+
+def _next_run_text(job: Job) -> str:
+    """A job's next run for people: in its zone, labelled; ``-`` when halted or none."""
+    return show_time(shown_next_run(job), job.schedule.tz)
 
 
 def _report_job(args: argparse.Namespace, job: Job, done: str) -> int:
@@ -918,7 +926,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not jobs:
         _print("no jobs (define one with `jobtui submit NAME ...`)")
         return EXIT_OK
-    headers = ["NAME", "STATUS", "SCHEDULE", "NEXT RUN (UTC)", "LAST RUN (UTC)", "OUTCOME"]
+    headers = ["NAME", "STATUS", "SCHEDULE", "NEXT RUN", "LAST RUN (UTC)", "OUTCOME"]
     headers += ["FAILURES", "CYCLES"]
     if args.all:
         headers.insert(0, "OWNER")
@@ -928,7 +936,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             j.name,
             j.status.value,
             j.schedule.describe(),
-            _time(j.next_run),
+            _next_run_text(j),
             _time(j.last_cycle_start or j.last_run),
             "running" if j.running else (j.last_outcome.value if j.last_outcome else "-"),
             f"{j.failures}/{j.max_failures}",
@@ -981,6 +989,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     fields += [(f"what.{k}", v) for k, v in what.items()]
     shown = {"name", "owner", "id", "description"}
     fields += [(k, v) for k, v in data.items() if k not in shown]
+    # the next run as people read it: none while halted (the JSON keeps the stored one)
+    fields = [(k, _next_run_text(job) if k == "next_run" else v) for k, v in fields]
     width = max(len(k) for k, _ in fields)
     for key, value in fields:
         _print(f"{key.ljust(width)}  {_plain(value)}")

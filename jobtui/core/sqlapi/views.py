@@ -11,6 +11,7 @@ columns ``what``, ``schedule`` and ``interval`` are the ones
 from __future__ import annotations
 
 from jobtui.core import schema
+from jobtui.core.showtime import HALTED_PHASES, HALTED_STATUSES
 from jobtui.core.sqlapi.calls import literal_sql
 
 USER_JOBS = "user_jobs"
@@ -66,9 +67,25 @@ def interval_sql() -> str:
     )
 
 
-def _sec(column: str) -> str:
-    """Oracle's *_SEC: HH:MM:SS of a date (no %-format: the driver would read it)."""
-    return f"LEFT(CAST(CAST(`{column}` AS TIME) AS CHAR), 8)"
+def halted_sql() -> str:
+    """SQL for ``showtime.halted``: no scheduled run starts until an operator acts."""
+    statuses = ", ".join(f"'{st.value}'" for st in sorted(HALTED_STATUSES))
+    phases = ", ".join(f"'{ph}'" for ph in sorted(HALTED_PHASES))
+    return (
+        f"(`status` IN ({statuses}) OR `intent` <> 'ENABLED' OR `broken` "
+        f"OR `phase` IN ({phases}) OR `abort_requested`)"
+    )
+
+
+def shown_next_sql() -> str:
+    """SQL for ``showtime.shown_next_run``: NULL for a halted job (the row keeps it)."""
+    return f"IF({halted_sql()}, NULL, `next_run`)"
+
+
+def _sec(value: str) -> str:
+    """Oracle's *_SEC: HH:MM:SS of a date, SQL ``value`` (no %-format: the driver would
+    read it)."""
+    return f"LEFT(CAST(CAST({value} AS TIME) AS CHAR), 8)"
 
 
 def jobs_select(base: str, schema_name: str) -> str:
@@ -83,11 +100,11 @@ def jobs_select(base: str, schema_name: str) -> str:
         ("priv_user", "`owner`"),
         ("schema_user", schema_user),
         ("last_date", "`last_run`"),
-        ("last_sec", _sec("last_run")),
+        ("last_sec", _sec("`last_run`")),
         ("this_date", "`this_run`"),
-        ("this_sec", _sec("this_run")),
-        ("next_date", "`next_run`"),
-        ("next_sec", _sec("next_run")),
+        ("this_sec", _sec("`this_run`")),
+        ("next_date", shown_next_sql()),
+        ("next_sec", _sec(shown_next_sql())),
         ("total_time", "`total_time`"),
         ("broken", "IF(`broken`, 'Y', 'N')"),
         ("interval", interval_sql()),
@@ -114,9 +131,9 @@ def running_select(base: str) -> str:
         ("job", "`id`"),
         ("failures", "`failures`"),
         ("last_date", "`last_run`"),
-        ("last_sec", _sec("last_run")),
+        ("last_sec", _sec("`last_run`")),
         ("this_date", "`this_run`"),
-        ("this_sec", _sec("this_run")),
+        ("this_sec", _sec("`this_run`")),
         ("name", "`name`"),
         ("log_user", "`owner`"),
         ("runner", "`runner_id`"),
