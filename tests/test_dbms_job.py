@@ -261,3 +261,28 @@ def test_user_export_keeps_an_interval_jobs_next_date(server: Server, app: str) 
     assert row["name"] == "yearly" and row["schedule_kind"] == "expr"
     assert row["next_run"] == datetime(2030, 1, 1, 3, 0)
     assert row["schedule_expr"] == "NOW() + INTERVAL 1 YEAR"
+
+
+# ---------------------------------------------------------------------- item 7
+
+
+def test_total_time_counts_a_failed_sql_run(server: Server, app: str) -> None:
+    db = server.database
+    conn = server.raw("alice")
+    try:
+        job = _submit(
+            conn,
+            db,
+            "submit",
+            f"INSERT INTO `{app}`.t SELECT REPEAT('x', 99) FROM (SELECT SLEEP(1)) AS s",
+            "2030-01-01",
+            None,
+        )
+        code, _message = _refused(conn, f"CALL `{db}`.run(%s)", (job,))
+        assert code == 1406
+        (row,) = _call(conn, f"SELECT total_time FROM `{db}`.user_jobs WHERE job = %s", (job,))
+    finally:
+        conn.close()
+    (run,) = _runs(server, job)
+    assert run["outcome"] == "failed" and run["duration"] >= 0.9
+    assert row[0] == pytest.approx(run["duration"], abs=1e-3)

@@ -148,3 +148,31 @@ def test_a_retry_inside_the_window_stays() -> None:
     )
     assert values["next_run"] is None and values["phase"] == "FINISHED"
     assert values["status"] == "FINISHED" and values["failures"] == 1
+
+
+def test_total_time_counts_failed_runs_too(store: JobStore, pool: RunnerPool) -> None:
+    """total_time is the seconds spent in all runs (DBMS_JOB's TOTAL_TIME), failed ones
+    included, as docs say: it ignored them before."""
+    far = datetime.now(UTC) + timedelta(days=400)
+    _failing(store, "fails", make_schedule("once", start=far))
+    job = _run_now_and_wait(store, "fails")
+    assert job.last_outcome is Outcome.FAILED
+    (run,) = [r for r in store.runs("fails", limit=10) if r.outcome is Outcome.FAILED]
+    assert run.duration is not None and run.duration > 0
+    assert job.total_time > 0
+    assert job.total_time == pytest.approx(run.duration, rel=1e-3)
+
+
+def test_total_time_adds_every_outcome() -> None:
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    for outcome in (Outcome.OK, Outcome.FAILED, Outcome.ABORTED):
+        values = finish_values(
+            _job(total_time=10.0, phase="SLEEPING", next_run=t0 + timedelta(hours=1)),
+            "SLEEPING",
+            outcome=outcome,
+            error=None,
+            started=t0,
+            finished=t0 + timedelta(seconds=2.5),
+            manual=False,
+        )
+        assert values["total_time"] == pytest.approx(12.5), outcome

@@ -105,6 +105,8 @@ def finish_values(
     next_run = job.next_run
     finished_db = to_db(finished)
     values: dict[str, Any] = {
+        # every run that ran counts, whatever its outcome (DBMS_JOB's TOTAL_TIME)
+        "total_time": job.total_time + duration,
         "running": False,
         "this_run": None,
         "runner_finish": finished_db,
@@ -126,7 +128,6 @@ def finish_values(
             broken_reason=None,
             cycles=job.cycles + 1,
             last_run=to_db(started),
-            total_time=job.total_time + duration,
         )
         if not keep_phase:
             if phase == "ERROR" and job.schedule.kind in ("every", "cron"):

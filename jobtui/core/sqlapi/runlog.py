@@ -239,7 +239,7 @@ def _end(schema: str, definer_role: bool) -> str:
           `broken_reason` = IF(p_ok, NULL, IF(v_reason IS NULL, `broken_reason`, v_reason)),
           `cycles` = `cycles` + IF(p_ok, 1, 0),
           `last_run` = IF(p_ok, p_slot, `last_run`),
-          `total_time` = `total_time` + IF(p_ok, v_dur, 0),
+          `total_time` = `total_time` + v_dur,
           `phase` = v_phase, `next_run` = v_next, `updated` = v_fin,
           `status` = {STATUS_COLUMNS}
         WHERE `id` = p_job;
