@@ -286,3 +286,45 @@ def test_total_time_counts_a_failed_sql_run(server: Server, app: str) -> None:
     (run,) = _runs(server, job)
     assert run["outcome"] == "failed" and run["duration"] >= 0.9
     assert row[0] == pytest.approx(run["duration"], abs=1e-3)
+
+
+# ---------------------------------------------------------------------- item 8
+
+
+def _routines_of(server: Server, job: int) -> list[tuple[Any, ...]]:
+    return _root(
+        server,
+        "SELECT ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = %s "
+        "AND (ROUTINE_NAME LIKE %s OR ROUTINE_NAME LIKE %s)",
+        (server.database, f"jobtui\\_w\\_{job}\\_%", f"jobtui\\_x\\_{job}\\_%"),
+    )
+
+
+def test_removing_a_running_job_drops_its_routines(server: Server, app: str) -> None:
+    """CALL remove of a job a runner is running: the run is aborted, the runner deletes the
+    row when it records the end, and remove (waiting for that, as the command line does)
+    drops the job's routines; they were left behind before."""
+    from procs import wait_for
+
+    from jobtui.core.runner import RunnerPool
+
+    db = server.database
+    conn = server.raw("alice")
+    store = server.store("run")
+    pool = RunnerPool(store, threads=2, poll=0.1, name="remove26")
+    pool.start()
+    try:
+        job = _submit(conn, db, "submit", "DO SLEEP(30)", None, "NOW() + INTERVAL 1 DAY")
+        assert _routines_of(server, job)  # the what and the interval routines
+        assert wait_for(lambda: bool(_job(server, job).get("running")), 15)
+        with conn.cursor() as cur:
+            cur.execute(f"CALL `{db}`.remove(%s)", (job,))
+            warnings = cur.connection.show_warnings()
+    finally:
+        pool.stop(grace=0)
+        store.close()
+        conn.close()
+    assert _job(server, job) == {}
+    assert _routines_of(server, job) == []
+    assert not [w for w in warnings if w[1] == 1644 or "is running" in str(w[2])]
+    assert [r["outcome"] for r in _runs(server, job)] == ["aborted"]

@@ -48,6 +48,7 @@ PUBLIC = (
     "run",
 )
 
+REMOVE_WAIT = 10.0  # seconds remove waits for a run in flight to end (as the command line)
 _NAME_RE = "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"
 _ACCEPTED_SCHEDULES = (
     "expected every <seconds>, cron <5 or 6 fields> [<IANA zone>], expr <SQL date "
@@ -437,8 +438,29 @@ def _remove(schema: str) -> str:
         `phase` = 'ABORTED', `updated` = {NOW}, `status` = {STATUS_COLUMNS}
       WHERE `id` = p_job AND `owner` = CURRENT_USER();
     COMMIT;
-    SIGNAL SQLSTATE '01000' SET MESSAGE_TEXT =
-      'the job is running: its run is being aborted, and the job is deleted when that run has ended';
+    -- As the command line (defining.remove_job): wait up to {REMOVE_WAIT:g} s for the run to
+    -- end (the runner deletes the row when it records it), then drop the job's routines,
+    -- which only their owner may do. COMMIT after each look: a fresh snapshot.
+    SET v_i = 0, v_found = 1;
+    WHILE v_found = 1 AND v_i < {int(REMOVE_WAIT * 10)} DO
+      DO SLEEP(0.1);
+      SET v_i = v_i + 1, v_found = 0, v_running = 0;
+      SELECT 1, `running` INTO v_found, v_running FROM {view}
+        WHERE `id` = p_job AND `owner` = CURRENT_USER();
+      IF v_found = 1 AND v_running = 0 THEN
+        -- ended without a runner to delete it (reaped, or an old runner)
+        DELETE FROM {view} WHERE `id` = p_job AND `owner` = CURRENT_USER() AND `running` = 0;
+        SET v_found = 0;
+      END IF;
+      COMMIT;
+    END WHILE;
+    IF v_found = 0 THEN
+{drop_stale(schema, PROC_PREFIX, "PROCEDURE", "NULL")}
+{drop_stale(schema, FUNC_PREFIX, "FUNCTION", "NULL")}
+    ELSE
+      SIGNAL SQLSTATE '01000' SET MESSAGE_TEXT =
+        'the job is running: its run is being aborted, and the job is deleted when that run has ended; that took longer than remove waits, so its routines jobtui_w_<job>_* and jobtui_x_<job>_* stay: DROP them once it has ended';
+    END IF;
   END IF;
 """
     return _proc(schema, "remove", "IN p_job BIGINT", "jobtui: DBMS_JOB.REMOVE(job)", body)
