@@ -328,3 +328,48 @@ def test_removing_a_running_job_drops_its_routines(server: Server, app: str) -> 
     assert _routines_of(server, job) == []
     assert not [w for w in warnings if w[1] == 1644 or "is running" in str(w[2])]
     assert [r["outcome"] for r in _runs(server, job)] == ["aborted"]
+
+
+# ---------------------------------------------------------------------- item 10
+
+
+def test_dbms_jobs_job_parameter_is_refused_at_submit_with_a_clear_message(
+    server: Server, app: str
+) -> None:
+    """'p(job);' (DBMS_JOB passes the job's number as `job`): jobtui binds no such
+    parameter, so submit refuses it, saying what to write instead; it failed every run
+    with Unknown column 'job' before. A quoted 'job' or a column t.job is no such use."""
+    from jobtui.core.errors import InvalidInput
+    from jobtui.core.model import What
+
+    db = server.database
+    conn = server.raw("alice")
+    try:
+        before = _root(server, "SELECT COUNT(*) FROM jobtui_job")
+        for what in (f"CALL `{app}`.two(job)", f"CALL {app}.two(1, job);"):
+            for proc, args in (
+                ("submit", (what, None, None)),
+                ("submit_named", ("j", what, None, None)),
+            ):
+                marks = ", ".join(["%s"] * len(args))
+                code, message = _refused(conn, f"CALL `{db}`.`{proc}`(@j, {marks})", args)
+                assert code == 1644 and "DBMS_JOB's job number" in message, (proc, what)
+                assert "CALL what(@j, CONCAT(" in message
+        assert _root(server, "SELECT COUNT(*) FROM jobtui_job") == before
+        # a string 'job' is an ordinary literal argument
+        ok = _submit(conn, db, "submit", f"INSERT INTO `{app}`.t VALUES ('job')", None, None)
+        assert _job(server, ok)["what_kind"] == "sql"
+    finally:
+        conn.close()
+    store = server.store("alice")
+    try:
+        with pytest.raises(InvalidInput, match="DBMS_JOB's job number"):
+            store.submit("k", What("sql", f"CALL {app}.two(job)"), _once())
+    finally:
+        store.close()
+
+
+def _once():  # type: ignore[no-untyped-def]
+    from jobtui.core.schedules import make_schedule
+
+    return make_schedule("once")

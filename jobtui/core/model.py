@@ -69,6 +69,29 @@ MAX_ARGS = 32
 MAX_ARG_LENGTH = 4_000
 
 
+# DBMS_JOB passes the job's number as the parameter `job` in WHAT ('p(job);'). jobtui
+# binds no such parameter, so a CALL naming it would fail every run; submit refuses it.
+# The test: a CALL's arguments without their quoted strings hold `job` as a bare word
+# (not qualified, not a function's name). The SQL interface applies the same (sqltext).
+QUOTED_RE = "'(?:[^'\\\\]|\\\\.|'')*'|\"(?:[^\"\\\\]|\\\\.|\"\")*\""
+JOB_PARAM_RE = r"(?i)(^|[^A-Za-z0-9_$.@`])job([^A-Za-z0-9_$(`]|$)"
+_CALL_ARGS_RE = re.compile(r"^\s*call\s+[^(]*\((.*)\)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+JOB_PARAM_MESSAGE = (
+    "what passes job, DBMS_JOB's job number: jobtui does not bind such a parameter. "
+    "Write the number as a literal once the job exists, e.g. CALL submit(@j, 'CALL app.p(0)', "
+    "...) then CALL what(@j, CONCAT('CALL app.p(', @j, ')'))"
+)
+
+
+def passes_job_number(statement: str) -> bool:
+    """Whether ``statement`` is a CALL passing DBMS_JOB's ``job`` as an argument."""
+    found = _CALL_ARGS_RE.match(statement)
+    if found is None:
+        return False
+    bare = re.sub(QUOTED_RE, "''", found.group(1))
+    return re.search(JOB_PARAM_RE, bare) is not None
+
+
 def check_job_name(name: str) -> str:
     """Return ``name`` if it is an acceptable job name, else raise InvalidInput."""
     if not isinstance(name, str) or not JOB_NAME_RE.fullmatch(name):

@@ -57,11 +57,13 @@ from jobtui.core.errors import (
 )
 from jobtui.core.jobdefs import DEFAULT_MAX_FAILURES, UNSET, removal_pending
 from jobtui.core.model import (
+    JOB_PARAM_MESSAGE,
     Job,
     Outcome,
     Run,
     Schedule,
     What,
+    passes_job_number,
     split_procedure,
 )
 from jobtui.core.retention import DEFAULT_RETENTION, PRUNE_BATCH, Retention, prune_run_log
@@ -674,6 +676,8 @@ class JobStore:
             schema_name, proc = split_procedure(what.target)
             self.backend.check_procedure(schema_name, proc, len(what.args))
             return
+        if passes_job_number(what.target):
+            raise InvalidInput(f"invalid --sql {what.target!r}: {JOB_PARAM_MESSAGE}")
         self._check_sql(what.target)
 
     def _check_sql(self, statement: str) -> None:

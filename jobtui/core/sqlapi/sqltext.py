@@ -8,7 +8,14 @@ so a server whose ``sql_mode`` has NO_BACKSLASH_ESCAPES reads them alike.
 
 from __future__ import annotations
 
-from jobtui.core.model import MAX_ARG_LENGTH, MAX_ARGS, MAX_SQL_LENGTH
+from jobtui.core.model import (
+    JOB_PARAM_MESSAGE,
+    JOB_PARAM_RE,
+    MAX_ARG_LENGTH,
+    MAX_ARGS,
+    MAX_SQL_LENGTH,
+    QUOTED_RE,
+)
 from jobtui.core.routines import FUNC_PREFIX, PROC_PREFIX
 from jobtui.core.schedules import MAX_EXPR_LENGTH
 from jobtui.core.transitions import PHASES
@@ -238,6 +245,11 @@ def parse_what(schema: str) -> str:
         {fail("CONCAT('procedure ', v_target, ' has OUT/INOUT parameters: jobtui binds literal arguments only, so use a procedure with IN parameters')")}
       END IF;
     ELSE
+      -- DBMS_JOB passes the job's number as `job` ('p(job);'); jobtui binds no such
+      -- parameter, so a CALL naming it would fail every run: refused here
+      IF REGEXP_REPLACE(v_argtext, {lit(QUOTED_RE)}, {lit("''")}) REGEXP {lit(JOB_PARAM_RE)} THEN
+        {fail(lit(JOB_PARAM_MESSAGE))}
+      END IF;
       SET v_kind = 'sql', v_target = v_stmt, v_args = '[]', v_nargs = 0;
     END IF;
   END IF;
