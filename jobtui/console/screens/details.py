@@ -13,11 +13,12 @@ from textual.content import Content
 from textual.css.query import NoMatches
 from textual.markup import escape
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from jobtui.console import formatting as fmt
 from jobtui.console.messages import ClockTicked, DetailsLoaded, JobsUpdated
 from jobtui.console.screens.job_actions import JOB_BINDINGS, JobActions
+from jobtui.console.widgets.footer import KeyFooter
 from jobtui.core.errors import JobtuiError
 from jobtui.core.expressions import why_no_runs
 from jobtui.core.model import Job
@@ -47,7 +48,7 @@ class DetailsScreen(JobActions, Screen[None]):
             yield Static(id="last-error")
             yield Static("Run history (latest first)", classes="section")
             yield DataTable(id="history", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#history", DataTable)

@@ -11,10 +11,11 @@ from textual.containers import Horizontal
 from textual.content import Content
 from textual.markup import escape
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Select, Static
+from textual.widgets import DataTable, Input, Select, Static
 
 from jobtui.console import formatting as fmt
 from jobtui.console.messages import RunsLoaded
+from jobtui.console.widgets.footer import KeyFooter
 from jobtui.core.errors import JobtuiError
 from jobtui.core.model import Outcome, Run
 from jobtui.core.store import JobStore
@@ -47,7 +48,7 @@ class RunLogScreen(Screen[None]):
             )
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
         yield Static(id="runlog-count")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#runs", DataTable)

@@ -28,18 +28,20 @@ from jobtui.core.transitions import status_marks
 
 _FAR = 1e18  # sorts after every real time stamp
 
-# (key, label) in display order; "owner" only with all_owners.
+# (key, label) in display order, the most useful first so that 80 columns show them
+# ("Running" is a dash but while a job runs); "owner" only with all_owners. The first
+# column (the job's name) stays in place when the table scrolls right.
 COLUMNS = (
     ("name", "Job"),
     ("owner", "Owner"),
     ("status", "Status"),
     ("next", "Next run"),
     ("last", "Last run"),
-    ("runner", "Running"),
-    ("duration", "Took"),
     ("failures", "Fail"),
     ("cycles", "Runs"),
+    ("duration", "Took"),
     ("schedule", "Schedule"),
+    ("runner", "Running"),
 )
 
 STATUS_ORDER = {s: i for i, s in enumerate(Status)}
@@ -133,13 +135,13 @@ def row_cells(
     rest = (
         _plain(fmt.next_run_text(job, now), memo),
         Cell(last, fmt.OUTCOME_VARIABLE[outcome]) if outcome else _plain(last, memo),
-        _plain(fmt.runner_text(job, now), memo),
-        _right(fmt.duration(job.last_duration), memo),
         _new(Cell, (f"{failures}/{job.max_failures}", "error", False, "right", ()))
         if failures
         else _right("0", memo),
         _right(str(job.cycles), memo),
+        _right(fmt.duration(job.last_duration), memo),
         schedule_cell,
+        _plain(fmt.runner_text(job, now), memo),
     )
     if all_owners:
         return (

@@ -392,7 +392,15 @@ class JobTable(ScrollView, can_focus=True):
             if index >= len(self._order):
                 return Strip.blank(width, self.rich_style)
             strip = self._row_strip(index)
-        return strip.crop(scroll_x, scroll_x + width).adjust_cell_length(width, self.rich_style)
+        # The Job column stays in place: scrolling right moves only the columns after it.
+        fixed = self.columns[self._keys[0]].render_width
+        if scroll_x and fixed < width:
+            strip = Strip.join(
+                [strip.crop(0, fixed), strip.crop(fixed + scroll_x, scroll_x + width)]
+            )
+        else:
+            strip = strip.crop(scroll_x, scroll_x + width)
+        return strip.adjust_cell_length(width, self.rich_style)
 
     def _header_strip(self) -> Strip:
         key = ("header", self.size.width)

@@ -1,0 +1,116 @@
+"""The console at a common SSH window (80x24) and a big one (200x50), with Pilot.
+
+At 80x24 the Job column stays in place while the table scrolls right, the
+most useful columns come first, ``?`` and ``q`` are always in the footer, and
+the help screen's status legend is not wrapped mid-phrase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from test_console import seed, settle
+from textual.widgets import Static
+
+from jobtui.console.app import JobtuiApp, make_app
+from jobtui.console.screens.help import HelpScreen
+from jobtui.console.widgets.job_cells import column_keys
+from jobtui.core.store import JobStore, open_store
+
+SIZES = [(80, 24), (200, 50)]
+
+
+@asynccontextmanager
+async def console_at(
+    url: str, size: tuple[int, int], **kwargs: Any
+) -> AsyncIterator[tuple[JobtuiApp, Any, JobStore]]:
+    store = open_store(url)
+    app = make_app(store, refresh=0.2, **kwargs)
+    try:
+        async with app.run_test(size=size) as pilot:
+            await settle(app, pilot)
+            yield app, pilot, store
+    finally:
+        store.close()
+
+
+def line(app: JobtuiApp, y: int) -> str:
+    return app.main_screen.table.render_line(y).text
+
+
+def test_the_most_useful_columns_come_first() -> None:
+    assert column_keys(False)[:7] == (
+        "name",
+        "status",
+        "next",
+        "last",
+        "failures",
+        "cycles",
+        "duration",
+    )
+    assert column_keys(True)[:2] == ("name", "owner")
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_job_column_stays_while_scrolling_right(sqlite_url: str, size: tuple[int, int]) -> None:
+    seed(open_store(sqlite_url))
+    async with console_at(sqlite_url, size) as (app, pilot, _store):
+        table = app.main_screen.table
+        header = line(app, 0)
+        assert header.startswith(" Job ")
+        if size[0] == 80:
+            for label in ("Status", "Next run", "Last run", "Fail", "Runs", "Took"):
+                assert label in header, header
+        else:  # 200 columns show every column at once
+            assert "Schedule" in header and "Running" in header
+        for _ in range(40):
+            await pilot.press("right")
+        await pilot.pause()
+        rows = [line(app, y) for y in range(1, 4)]
+        names = sorted(j.name for j in table.jobs.values())
+        assert [r.split()[0] for r in rows] == names, rows
+        assert line(app, 0).startswith(" Job ")
+        if table.max_scroll_x:
+            assert table.scroll_x > 0
+            assert "Running" in line(app, 0)  # the last column came into view
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_help_and_quit_are_always_in_the_footer(sqlite_url: str, size: tuple[int, int]) -> None:
+    seed(open_store(sqlite_url))
+    async with console_at(sqlite_url, size) as (app, pilot, _store):
+        await pilot.pause(0.3)
+        for screen_key in ("", "enter", "l"):
+            if screen_key:
+                await pilot.press(screen_key)
+                await settle(app, pilot)
+                await pilot.pause(0.3)
+            keys = {
+                getattr(w, "action", None): w.region
+                for w in app.screen.query("FooterKey")
+                if getattr(w, "action", None)
+            }
+            for action in ("help", "quit_console"):
+                region = keys[action]
+                assert region.width > 0 and region.right <= size[0], (screen_key, keys)
+            if screen_key:
+                await pilot.press("escape")
+                await settle(app, pilot)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_help_legend_is_not_wrapped(sqlite_url: str, size: tuple[int, int]) -> None:
+    seed(open_store(sqlite_url))
+    async with console_at(sqlite_url, size) as (app, pilot, _store):
+        await pilot.press("question_mark")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, HelpScreen)
+        legend = app.screen.query_one(".statuses", Static)
+        lines = str(legend.render()).count("\n") + 1
+        assert legend.size.height == lines  # one line per entry: nothing wrapped
+        assert legend.region.right <= size[0]
+        keys = app.screen.query_one(".keys", Static)
+        assert keys.size.height == str(keys.render()).count("\n") + 1
