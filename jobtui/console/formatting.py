@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import humanize
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from jobtui.core.model import Job, Outcome, Status
 
@@ -138,12 +140,38 @@ def stamp(when: datetime | None) -> str:
 
 
 def short_url(url: str, limit: int = 36) -> str:
-    """A masked URL shortened for the status line: a long SQLite path keeps its file name."""
-    if len(url) <= limit:
+    """Which scheduler the console steers, for the status line: the whole (masked) URL
+    when it fits, else without its scheme, then without the port and the account, and
+    last the host (or a SQLite path's directories) shortened; the database name is kept
+    whole. Never a password, whatever the URL holds."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return url if len(url) <= limit else url[: limit - 1] + "…"
+    if parsed.password is None and len(url) <= limit:
         return url
-    if url.startswith("sqlite:///"):
-        return "sqlite:///…/" + url.rsplit("/", 1)[-1]
-    return url[: limit - 1] + "…"
+    if parsed.get_backend_name() == "sqlite":
+        path = parsed.database or ":memory:"
+        full = f"sqlite:///{path}"
+        for candidate in (full, path):
+            if len(candidate) <= limit:
+                return candidate
+        return "…/" + path.rsplit("/", 1)[-1]
+    host = parsed.host or "localhost"
+    database = parsed.database or "(no database)"
+    port = f":{parsed.port}" if parsed.port else ""
+    user = f"{parsed.username}@" if parsed.username else ""
+    full = parsed.render_as_string(hide_password=True)
+    for candidate in (
+        full,
+        f"{user}{host}{port}/{database}",
+        f"{host}{port}/{database}",
+        f"{host}/{database}",
+    ):
+        if len(candidate) <= limit:
+            return candidate
+    room = max(1, limit - len(database) - 2)
+    return f"{host[:room]}…/{database}"
 
 
 def short_runner(runner_id: str | None) -> str:
