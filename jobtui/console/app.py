@@ -28,6 +28,7 @@ from textual.keys import key_to_character
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from jobtui.console import formatting as fmt
 from jobtui.console.bulk import BULK_ROWS, freeze_when_resumed, gc_paused, thaw
 from jobtui.console.event_commands import EventCommands
 from jobtui.console.messages import (
@@ -467,7 +468,7 @@ class JobtuiApp(EventCommands, App[None]):
             table.select_job(job.id)
         self.screen.post_message(JobsUpdated([job]))
         self.update_status()
-        self.notify(f"{message.verb}: {job.name} is {job.status.value}", timeout=3)
+        self.notify(fmt.action_notice(message.verb, job, self.store.now()), timeout=4)
 
     def on_job_removed(self, message: JobRemoved) -> None:
         if self._main() is None:

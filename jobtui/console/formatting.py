@@ -9,6 +9,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from jobtui.core.model import Job, Outcome, Status
+from jobtui.core.transitions import status_marks
 
 DASH = "—"
 
@@ -200,3 +201,43 @@ def event_schedule_text(
     if kind == "every":
         return f"every {(value or '?').strip(chr(39))} {field or '?'}"
     return f"at {at.strftime('%Y-%m-%d %H:%M')}" if at is not None else "at ?"
+
+
+def status_words(job: Job) -> str:
+    """The status as the table shows it: the word and what it hides (``RUNNING aborting``)."""
+    marks = " ".join(("⏸ paused" if mark == "paused" else mark) for mark in status_marks(job))
+    return f"{job.status.value} {marks}".strip()
+
+
+def action_notice(verb: str, job: Job, now: datetime) -> str:
+    """What an operator's action left (the row the store returned), in words: the state
+    after it, never the one before (``aborting long-etl: its run in flight is being
+    stopped``, not ``long-etl is RUNNING``)."""
+    name = job.name
+    running = job.running
+    after = f"(now {status_words(job)})"
+    if verb == "pause":
+        if running:
+            return f"paused {name}: the run in flight finishes, then none starts until resumed (p)"
+        return f"paused {name}: no run starts until resumed (p)"
+    if verb in ("resume", "enable"):
+        return f"{verb}d {name}: next run {next_run_text(job, now)} {after}"
+    if verb == "abort":
+        if running:
+            return f"aborting {name}: its run in flight is being stopped; none until resumed (p)"
+        return f"aborted {name}: no run until resumed (p)"
+    if verb == "run now":
+        if running:
+            return f"run now: {name} runs again once its run in flight ends"
+        return f"run now requested for {name}: the next free runner starts it"
+    if verb == "broken on":
+        return f"marked {name} broken: no run on schedule until cleared (b) {after}"
+    if verb == "broken off":
+        return f"cleared broken on {name}: failures reset, next run {next_run_text(job, now)}"
+    if verb == "removal pending":
+        return f"removing {name}: its run in flight is aborted, then the job is deleted"
+    if verb == "create":
+        return f"created {name}: next run {next_run_text(job, now)} {after}"
+    if verb == "change":
+        return f"changed {name}: next run {next_run_text(job, now)} {after}"
+    return f"{verb}: {name} {after}"
