@@ -39,6 +39,8 @@ from textual.strip import Strip
 
 from jobtui.console.widgets.job_cells import (
     COLUMNS,
+    REVERSED,
+    SORT_COLUMN,
     SORT_CYCLE,
     SORTS,
     Cell,
@@ -48,6 +50,7 @@ from jobtui.console.widgets.job_cells import (
     column_keys,
     render,
     row_cells,
+    sort_function,
 )
 from jobtui.core.model import Job, Status
 from jobtui.core.transitions import status_marks
@@ -81,6 +84,9 @@ class JobTable(ScrollView, can_focus=True):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "cycle_sort", "Sort", id="sort", tooltip="Cycle the sort column"),
+        Binding("S", "reverse_sort", "Reverse sort", id="reverse_sort", show=False),
+        Binding("j", "cursor_down", "Down", id="down", show=False),
+        Binding("k", "cursor_up", "Up", id="up", show=False),
         Binding("g,home,ctrl+home", "top", "Top", id="top", show=False),
         Binding("G,end,ctrl+end", "bottom", "Bottom", id="bottom", show=False),
         Binding("enter", "select", "Select", show=False),
@@ -109,7 +115,7 @@ class JobTable(ScrollView, can_focus=True):
     """
 
     sort_by: reactive[str] = reactive("name")
-    """The job attribute rows are sorted by (see SORT_CYCLE)."""
+    """The job attribute rows are sorted by (see SORT_CYCLE); ``-`` first: reversed."""
 
     filter_text: reactive[str] = reactive("")
     """Only rows whose name, owner or status contains this text (case-insensitive)."""
@@ -140,6 +146,7 @@ class JobTable(ScrollView, can_focus=True):
         self.columns: dict[str, JobColumn] = {
             key: JobColumn(key, labels[key], len(labels[key])) for key in self._keys
         }
+        self._fit_sort_mark()
         self._order: list[int] = []  # shown job ids, in display order
         self._shown: set[int] = set()  # the ids in _order (sort keys are made when needed)
         self._cursor = 0  # the cursor's row index
@@ -163,6 +170,13 @@ class JobTable(ScrollView, can_focus=True):
     @property
     def ordered_columns(self) -> list[JobColumn]:
         return [self.columns[key] for key in self._keys]
+
+    def header_label(self, column: JobColumn) -> str:
+        """A column's label, with ▲ (or ▼ reversed) on the one the rows are sorted by."""
+        sort = self.sort_by
+        if SORT_COLUMN.get(sort.removeprefix(REVERSED)) != column.key:
+            return column.label
+        return f"{column.label} {'▼' if sort.startswith(REVERSED) else '▲'}"
 
     def current_job(self) -> Job | None:
         """The job under the cursor."""
@@ -234,7 +248,7 @@ class JobTable(ScrollView, can_focus=True):
         keys_ready = (
             prepared.sort_keys if prepared is not None and prepared.sort_by == self.sort_by else {}
         )
-        sort_fn = SORTS[self.sort_by]
+        sort_fn = sort_function(self.sort_by)
         needle = self.filter_text.strip().lower()
         added: list[int] = []
         moved: list[int] = []
@@ -301,8 +315,15 @@ class JobTable(ScrollView, can_focus=True):
     # ------------------------------------------------------------------ watchers
 
     def watch_sort_by(self) -> None:
+        self._fit_sort_mark()
         if self.is_mounted:
             self._rebuild()
+
+    def _fit_sort_mark(self) -> None:
+        """The sorted column is wide enough for its label and the ▲ (columns only widen)."""
+        column = self.columns.get(SORT_COLUMN.get(self.sort_by.removeprefix(REVERSED), ""))
+        if column is not None:
+            column.content_width = max(column.content_width, len(self.header_label(column)))
 
     def watch_filter_text(self) -> None:
         if self.is_mounted:
@@ -311,10 +332,17 @@ class JobTable(ScrollView, can_focus=True):
     # ------------------------------------------------------------------ actions
 
     def action_cycle_sort(self) -> None:
-        """Sort by the next column in SORT_CYCLE."""
-        index = SORT_CYCLE.index(self.sort_by) if self.sort_by in SORT_CYCLE else -1
+        """Sort by the next column in SORT_CYCLE (the header marks it)."""
+        current = self.sort_by.removeprefix(REVERSED)
+        index = SORT_CYCLE.index(current) if current in SORT_CYCLE else -1
         self.sort_by = SORT_CYCLE[(index + 1) % len(SORT_CYCLE)]
-        self.notify(f"sorted by {self.sort_by}", timeout=2)
+
+    def action_reverse_sort(self) -> None:
+        """Reverse the sort (▲ becomes ▼ in the header)."""
+        if self.sort_by.startswith(REVERSED):
+            self.sort_by = self.sort_by.removeprefix(REVERSED)
+        else:
+            self.sort_by = REVERSED + self.sort_by
 
     def action_top(self) -> None:
         """Go to the first row."""
@@ -403,12 +431,14 @@ class JobTable(ScrollView, can_focus=True):
         return strip.adjust_cell_length(width, self.rich_style)
 
     def _header_strip(self) -> Strip:
-        key = ("header", self.size.width)
+        key = ("header", self.size.width, self.sort_by)
         strip = self._lines.get(key)
         if strip is None:
             style = self.get_component_styles("jobtable--header").rich_style
             cells = [
-                self._render_cell(Text(column.label), column.render_width, style, Style.null())
+                self._render_cell(
+                    Text(self.header_label(column)), column.render_width, style, Style.null()
+                )
                 for column in self.ordered_columns
             ]
             strip = self._lines[key] = self._strip(-1, cells, style)
@@ -552,7 +582,7 @@ class JobTable(ScrollView, can_focus=True):
         shown -= gone
         shown.update(added)
         jobs = self.jobs
-        sort_fn = SORTS[self.sort_by]
+        sort_fn = sort_function(self.sort_by)
 
         def key(job_id: int) -> Any:
             ready = keys_ready.get(job_id)
@@ -576,7 +606,7 @@ class JobTable(ScrollView, can_focus=True):
     def _rebuild(self) -> None:
         """The shown rows again, from every job: a new filter or sort."""
         needle = self.filter_text.strip().lower()
-        sort_fn = SORTS[self.sort_by]
+        sort_fn = sort_function(self.sort_by)
         matches = self._matches
         jobs = self.jobs
         self._order = sorted(
