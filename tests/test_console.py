@@ -643,10 +643,11 @@ async def test_run_log_lists_runs_filterable_by_job_and_outcome(sqlite_url: str)
         store0.submit(name, What("action", "demo.noop"), make_schedule("once"))
         assert run_foreground(store0, name, poll=0.1) == 0
     async with console(sqlite_url) as (app, pilot, _store):
-        await pilot.press("l")
+        await pilot.press("L")  # all jobs' runs (l: the selected job's)
         await settle(app, pilot)
         log = app.screen
         assert isinstance(log, RunLogScreen)
+        assert log.job is None
         assert log.query_one("#runs").row_count == 2
         log.query_one("#job-filter", Input).value = "one-b"
         await pilot.pause()
@@ -675,7 +676,8 @@ async def test_help_screen_and_command_palette_list_every_key(sqlite_url: str) -
             "New job",
             "Remove",
             "Filter",
-            "Run log",
+            "Job's runs",
+            "All runs",
             "Runners",
             "Help",
             "Quit",

@@ -127,7 +127,7 @@ class JobtuiApp(EventCommands, App[None]):
     TITLE = "jobtui"
     CSS_PATH = css_paths()  # type: ignore[assignment]
     BINDINGS = [
-        Binding("l", "run_log", "Run log", id="run_log"),
+        Binding("L", "run_log", "All runs", id="run_log"),
         Binding("v", "events", "Events", id="events"),
         Binding("w", "toggle_runners", "Runners", id="runners"),
         Binding("question_mark", "help", "Help", id="help"),
@@ -487,9 +487,18 @@ class JobtuiApp(EventCommands, App[None]):
         self.push_screen(DetailsScreen(job, store=self.store))
 
     def action_run_log(self) -> None:
-        """The run log of all jobs."""
-        if not isinstance(self.screen, RunLogScreen):
-            self.push_screen(RunLogScreen(store=self.store, all_owners=self.all_owners))
+        """The run log of all jobs (l on a job: its own)."""
+        self.show_run_log(None)
+
+    def show_run_log(self, job: Job | None) -> None:
+        """The run log of ``job``, or of all jobs; from a run log, it replaces that one."""
+        screen = RunLogScreen(store=self.store, all_owners=self.all_owners, job=job)
+        if isinstance(self.screen, RunLogScreen):
+            if self.screen.job is None and job is None:
+                return
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
 
     def action_help(self) -> None:
         """Every key, and what the status colours mean."""
