@@ -828,19 +828,41 @@ async def test_quit_with_runs_in_flight_asks_and_can_abort_them(sqlite_url: str)
     async with console(sqlite_url, runners=1) as (app, pilot, _store):
         await wait_for(pilot, lambda: row_texts(app)["long"]["status"] == "RUNNING", 20)
         await wait_for(pilot, lambda: " on " in row_texts(app)["long"]["runner"], 5)
-        await pilot.press("q")
-        await pilot.pause()
-        assert isinstance(app.screen, QuitScreen)
+        await pilot.press("q")  # a long run: asked once the short wait is over
+        await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen), 10)
         await pilot.press("c")  # cancel: stay
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
         await pilot.press("q")
-        await pilot.pause()
+        await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen), 10)
         await pilot.press("a")
         await wait_for(pilot, lambda: app.return_code is not None, 20)
     runs = store0.runs("long")
     assert runs[0].outcome in (Outcome.ABORTED, Outcome.LOST)
     assert not store0.get("long").running
+    store0.close()
+
+
+@pytest.mark.slow
+async def test_quit_waits_briefly_for_short_runs_instead_of_asking(sqlite_url: str) -> None:
+    store0 = open_store(sqlite_url)
+    make_demo(store0)  # the demo.* actions: a demo database
+    store0.submit("short", What("action", "demo.sleep", ("1",)), make_schedule("every", every=120))
+    # a 0 ms job every second: often claimed ahead of its slot when q is pressed
+    store0.submit("heartbeat", What("sql", "SELECT 1"), make_schedule("every", every=1))
+    async with console(sqlite_url, runners=2) as (app, pilot, _store):
+        await wait_for(pilot, lambda: row_texts(app)["short"]["status"] == "RUNNING", 20)
+        assert app.pool.in_flight()
+        await pilot.press("q")
+        seen_quit_screen = False
+        deadline = time.monotonic() + 15
+        while app.return_code is None and time.monotonic() < deadline:
+            seen_quit_screen = seen_quit_screen or isinstance(app.screen, QuitScreen)
+            await pilot.pause(0.02)
+        assert app.return_code is not None, "the console did not quit"
+        assert not seen_quit_screen
+    runs = store0.runs("short")
+    assert runs[0].outcome is Outcome.OK  # waited for, not aborted
     store0.close()
 
 

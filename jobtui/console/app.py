@@ -12,6 +12,7 @@ app: they ask for changes through the ``Console`` protocol it implements
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import partial
@@ -40,6 +41,7 @@ from jobtui.console.messages import (
     JobsRefreshed,
     JobsUpdated,
     RunnersChanged,
+    RunsStillInFlight,
 )
 from jobtui.console.refresh import RefreshPlan
 from jobtui.console.screens.confirm import ConfirmScreen, QuitScreen
@@ -56,6 +58,10 @@ from jobtui.core.store import JobStore, RunnerInfo
 DEFAULT_RUNNER_THREADS = 2
 HEARTBEAT_TIMEOUT = 15.0
 WAIT_FOR_RUNS = 24 * 3600.0
+# Quitting with hosted runs in flight: how long to wait for them to end before asking.
+# Most runs take milliseconds, and a run claimed ahead of its slot starts within the
+# pool's lead (a quarter of a second): asking about those would be noise.
+QUIT_GRACE = 3.0
 CSS_FILES = ("app.tcss", "screens.tcss")
 
 
@@ -592,22 +598,43 @@ class JobtuiApp(EventCommands, App[None]):
     # ------------------------------------------------------------------ quitting
 
     def action_quit_console(self) -> None:
-        """Quit; when hosted runners have runs in flight, ask what to do with them."""
+        """Quit; hosted runs in flight get a few seconds to end, then it asks what to do."""
         if self._quitting:
             return
         if self.pool is None or not self.pool.running:
             self.exit()
             return
+        self._quitting = True
         in_flight = self.pool.in_flight()
-        if not in_flight:
-            self._quitting = True
-            self.stop_runners(grace=0.0, abort=True, then_exit=True)
-            return
+        if in_flight:
+            self.notify(
+                f"quitting once the run(s) in flight end ({', '.join(in_flight[:3])}); "
+                f"asking if they take over {QUIT_GRACE:g} s",
+                timeout=QUIT_GRACE,
+            )
+        self.quit_when_idle(QUIT_GRACE)
 
+    @work(thread=True, exclusive=True, group="quit", exit_on_error=False)
+    def quit_when_idle(self, grace: float) -> None:
+        """Wait up to ``grace`` s for an instant with no hosted run in flight, then stop the
+        runners and quit (in a thread); else ask (``RunsStillInFlight``)."""
+        deadline = time.monotonic() + grace
+        while in_flight := self.pool.in_flight():
+            if time.monotonic() >= deadline:
+                self.post_message(RunsStillInFlight(in_flight))
+                return
+            time.sleep(0.02)
+        try:  # (a run claimed in this very instant is aborted, as on any stop)
+            self.pool.stop(grace=0.0, abort=True)
+        except JobtuiError as exc:
+            self.post_message(RunnersChanged(False, str(exc)))
+        self.call_from_thread(self.exit)
+
+    def on_runs_still_in_flight(self, message: RunsStillInFlight) -> None:
         def chosen(choice: str | None) -> None:
             if choice is None:
+                self._quitting = False
                 return
-            self._quitting = True
             if choice == "wait":
                 self.notify("waiting for the runs in flight to finish, then quitting…")
                 self.stop_runners(grace=WAIT_FOR_RUNS, abort=False, then_exit=True)
@@ -615,7 +642,7 @@ class JobtuiApp(EventCommands, App[None]):
                 self.notify("aborting the runs in flight, then quitting…")
                 self.stop_runners(grace=0.0, abort=True, then_exit=True)
 
-        self.push_screen(QuitScreen(in_flight), callback=chosen)
+        self.push_screen(QuitScreen(message.in_flight), callback=chosen)
 
     async def action_quit(self) -> None:
         """ctrl+q and the palette's Quit go the same careful way as q."""
