@@ -292,6 +292,8 @@ class JobtuiApp(EventCommands, App[None]):
             # Once, after the first load (not competing with it): the server's Event
             # Scheduler state for the status line; afterwards only the events view reads it.
             self.read_event_scheduler()
+        if message.full and not self._loaded:
+            table.loaded()
         self._loaded = self._loaded or message.full
         if message.runners is not None:
             self.runners_seen = message.runners

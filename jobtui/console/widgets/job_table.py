@@ -151,6 +151,10 @@ class JobTable(ScrollView, can_focus=True):
         self._shown: set[int] = set()  # the ids in _order (sort keys are made when needed)
         self._cursor = 0  # the cursor's row index
         self._cursor_id: int | None = None  # the job under it, followed across re-sorts
+        # G pressed while the first full load is still on its way: the cursor goes to the
+        # last row once it is in (not to the last of the first screenful), see loaded().
+        self.awaiting_load = True
+        self._end_pending = False
         self._cells: dict[int, RowCells] = {}  # cells drawn since the clock last ticked
         self._lines: dict[tuple[Any, ...], Strip] = {}  # rows drawn, until they change
         self._segments: dict[tuple[Any, ...], list[Segment]] = {}  # cells alike drawn once
@@ -198,8 +202,17 @@ class JobTable(ScrollView, can_focus=True):
         if job_id in self._shown:
             self.move_cursor(self._order.index(job_id))
 
-    def move_cursor(self, row: int, *, scroll: bool = True) -> None:
-        """Put the cursor on row ``row`` (clamped to the rows shown)."""
+    def loaded(self) -> None:
+        """The first full load is applied: a pending G lands on the last row now."""
+        self.awaiting_load = False
+        if self._end_pending:
+            self._end_pending = False
+            self.move_cursor(len(self._order) - 1)
+
+    def move_cursor(self, row: int, *, scroll: bool = True, to_end: bool = False) -> None:
+        """Put the cursor on row ``row`` (clamped to the rows shown); ``to_end`` (G):
+        and keep it on the last row while the table is still loading."""
+        self._end_pending = to_end and self.awaiting_load
         row = max(0, min(row, len(self._order) - 1))
         old = self._cursor
         self._cursor = row
@@ -349,8 +362,8 @@ class JobTable(ScrollView, can_focus=True):
         self.move_cursor(0)
 
     def action_bottom(self) -> None:
-        """Go to the last row."""
-        self.move_cursor(len(self._order) - 1)
+        """Go to the last row (while loading: the last once all are in)."""
+        self.move_cursor(len(self._order) - 1, to_end=True)
 
     def action_select(self) -> None:
         """Choose the job under the cursor (the main screen opens its details)."""
@@ -618,8 +631,12 @@ class JobTable(ScrollView, can_focus=True):
         self._redraw()
 
     def _follow_cursor(self) -> None:
-        """After the order changed: the cursor back on its job, else where it was."""
-        if self._cursor_id is not None and self._cursor_id in self._shown:
+        """After the order changed: the cursor back on its job, else where it was (on the
+        last row when G is pending)."""
+        if self._end_pending and self._order:
+            self._cursor = len(self._order) - 1
+            self._cursor_id = self._order[-1]
+        elif self._cursor_id is not None and self._cursor_id in self._shown:
             self._cursor = self._order.index(self._cursor_id)
         else:
             self._cursor = max(0, min(self._cursor, len(self._order) - 1))
