@@ -9,6 +9,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from jobtui.core.model import Job, Outcome, Status
+from jobtui.core.showtime import show_time, shown_next_run
 from jobtui.core.transitions import status_marks
 
 DASH = "—"
@@ -98,26 +99,47 @@ def until(when: datetime | None, now: datetime) -> str:
 
 
 def next_run_text(job: Job, now: datetime) -> str:
-    """The next-run column: a dash when nothing will run on schedule."""
+    """The next-run column: a dash when nothing will run on schedule (a halted job:
+    paused, broken, disabled, aborted, finished, or running with one of those decided)."""
     if job.run_now and not job.running:
         return "run now"
-    if job.status in (
-        Status.PAUSED,
-        Status.BROKEN,
-        Status.DISABLED,
-        Status.FINISHED,
-        Status.ABORTED,
-    ):
-        return DASH
-    return until(job.next_run, now)
+    return until(shown_next_run(job), now)
 
 
 def last_run_text(job: Job, now: datetime) -> tuple[str, Outcome | None]:
-    """The last-run column (age of the last finished run) and its outcome."""
+    """The last-run column (age of the last finished run) and its outcome.
+
+    While a job runs, its last cycle start is the run in flight's: the previous run
+    is told by when it ended, so the age never belongs to another run than the outcome.
+    """
+    outcome = job.last_outcome
+    if job.running:
+        ended = job.last_cycle_finish
+        started = job.this_run or job.last_cycle_start
+        if ended is None or outcome is None or (started is not None and ended > started):
+            return DASH, None
+        return f"ended {age(ended, now)} {outcome.value}", outcome
     when = job.last_cycle_start or job.last_run
-    if when is None or job.last_outcome is None:
+    if when is None or outcome is None:
         return DASH, None
-    return f"{age(when, now)} {job.last_outcome.value}", job.last_outcome
+    return f"{age(when, now)} {outcome.value}", outcome
+
+
+def failures_text(job: Job) -> str:
+    """The Fail column: ``1/3`` (failures in a row / the limit) below the limit; at or
+    over it, ``4, max 3`` (failures count on past the limit, e.g. run-now runs of a
+    broken job: ``4/3`` would read as a contradiction)."""
+    if job.failures < job.max_failures:
+        return f"{job.failures}/{job.max_failures}"
+    return f"{job.failures}, max {job.max_failures}"
+
+
+def failures_detail(job: Job) -> str:
+    """The details screen's failures line, honest past the limit."""
+    failures, limit = job.failures, job.max_failures
+    if failures < limit:
+        return f"{failures} in a row (BROKEN at {limit})"
+    return f"{failures} in a row, limit {limit} reached: BROKEN until cleared (b)"
 
 
 def runner_text(job: Job, now: datetime) -> str:
@@ -133,11 +155,18 @@ def runner_text(job: Job, now: datetime) -> str:
     return f"{short_delta((now - started).total_seconds())} on {who}"
 
 
-def stamp(when: datetime | None) -> str:
-    """A full UTC time stamp for the details screen."""
+def stamp(when: datetime | None, zone: str | None = None) -> str:
+    """A full time stamp with its zone label: in ``zone`` (a job's time zone) where given,
+    else UTC (``jobtui.core.showtime.show_time``); a dash for none."""
     if when is None:
         return DASH
-    return when.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return show_time(when, zone)
+
+
+def job_zone(job: Job) -> str | None:
+    """The zone a job's times are shown in: its schedule's, else None (UTC)."""
+    zone = getattr(job.schedule, "tz", None)
+    return zone if isinstance(zone, str) and zone else None
 
 
 def short_url(url: str, limit: int = 36) -> str:

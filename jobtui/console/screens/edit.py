@@ -357,8 +357,10 @@ class EditScreen(ModalScreen[JobForm | None]):
             return
         self._checked = self._pending
         self._show_error(None)
+        # in the zone the form gives the schedule (cron), as the job's details show them
+        zone = self._pending.schedule.tz if self._pending is not None else None
         lines = ["[b]Next 5 runs[/]"] + (
-            [fmt.stamp(t) for t in message.upcoming] or [f"none ({escape(message.none)})"]
+            [fmt.stamp(t, zone) for t in message.upcoming] or [f"none ({escape(message.none)})"]
         )
         self.query_one("#preview", Static).update(Content.from_markup("\n".join(lines)))
         self.query_one("#save", Button).disabled = self.read_only

@@ -117,13 +117,15 @@ class RunLogScreen(Screen[None]):
         cursor = table.cursor_row
         table.clear()
         shown = 0
+        # one job's log: in its zone (as its details); all jobs': UTC, every row alike
+        zone = fmt.job_zone(self.job) if self.job is not None else None
         for run in self.runs:
             if needle and needle not in run.job.lower():
                 continue
             shown += 1
             table.add_row(
                 Text(run.job),
-                fmt.stamp(run.scheduled_for),
+                fmt.stamp(run.scheduled_for, zone),
                 fmt.duration(run.duration),
                 Text(run.outcome.value, style=self._style(fmt.OUTCOME_VARIABLE[run.outcome])),
                 Text(fmt.short_runner(run.runner)),

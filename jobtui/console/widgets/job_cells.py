@@ -183,7 +183,7 @@ def row_cells(
     rest = (
         _plain(fmt.next_run_text(job, now), memo),
         Cell(last, fmt.OUTCOME_VARIABLE[outcome]) if outcome else _plain(last, memo),
-        _new(Cell, (f"{failures}/{job.max_failures}", "error", False, "right", ()))
+        _new(Cell, (fmt.failures_text(job), "error", False, "right", ()))
         if failures
         else _right("0", memo),
         _right(str(job.cycles), memo),
