@@ -114,3 +114,11 @@ async def test_help_legend_is_not_wrapped(sqlite_url: str, size: tuple[int, int]
         assert legend.region.right <= size[0]
         keys = app.screen.query_one(".keys", Static)
         assert keys.size.height == str(keys.render()).count("\n") + 1
+
+
+async def test_the_palette_lists_quit_once(sqlite_url: str) -> None:
+    seed(open_store(sqlite_url))
+    async with console_at(sqlite_url, (80, 24)) as (app, _pilot, _store):
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert titles.count("Quit") == 1, titles
+        assert "Theme" in " ".join(titles)  # Textual's own commands stay

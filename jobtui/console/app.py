@@ -540,14 +540,19 @@ class JobtuiApp(EventCommands, App[None]):
         return list(grouped.values())
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        """The command palette offers every key's action too."""
+        """The command palette offers every key's action too (Textual's own commands after
+        them, less those jobtui's replace: its Quit is ours, the careful one)."""
+        ours = set()
         for keys, binding, node in self.jobtui_bindings(screen):
+            ours.add(binding.description.lower())
             yield SystemCommand(
                 binding.description,
                 f"key {' '.join(keys)}",
                 partial(self.run_action, binding.action, node),
             )
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title.lower() not in ours:
+                yield command
 
     # ------------------------------------------------------------------ hosted runners
 
