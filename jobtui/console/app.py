@@ -27,9 +27,11 @@ from textual.css.query import NoMatches
 from textual.dom import DOMNode
 from textual.keys import key_to_character
 from textual.screen import Screen
+from textual.theme import Theme
 from textual.worker import Worker, WorkerState
 
 from jobtui.console import formatting as fmt
+from jobtui.console import state
 from jobtui.console.bulk import BULK_ROWS, freeze_when_resumed, gc_paused, thaw
 from jobtui.console.event_commands import EventCommands
 from jobtui.console.messages import (
@@ -196,6 +198,21 @@ class JobtuiApp(EventCommands, App[None]):
                 self.notify("read-only console: runners are not hosted", severity="warning")
             else:
                 self.start_runners(self.runner_threads)
+
+    def on_mount(self) -> None:
+        """The theme chosen last time (jobtui.console.state), then remember each change."""
+        theme = state.load().get("theme")
+        if isinstance(theme, str) and theme in self.available_themes:
+            self.theme = theme
+        self.theme_changed_signal.subscribe(self, self.remember_theme)
+
+    def remember_theme(self, theme: Theme) -> None:
+        try:
+            state.save(theme=theme.name)
+        except OSError as exc:
+            self.notify(
+                f"the theme {theme.name} is not remembered: {exc}", severity="warning", timeout=4
+            )
 
     def on_unmount(self) -> None:
         thaw()
