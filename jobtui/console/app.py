@@ -550,6 +550,9 @@ class JobtuiApp(EventCommands, App[None]):
                 key = binding.key
                 if binding.id is None or not binding.description:
                     continue
+                # a key its screen does not offer here (check_action: False) is not listed
+                if node.check_action(binding.action.split("(", 1)[0], ()) is False:
+                    continue
                 slot = grouped.setdefault((id(node), binding.action), ([], binding, node))
                 display = self.get_key_display(binding.with_key(key))
                 if display not in slot[0]:
