@@ -47,6 +47,8 @@ def test_failures_past_the_limit_do_not_read_as_a_contradiction(sqlite_url: str)
     below = dataclasses.replace(job, failures=1, max_failures=3)
     assert fmt.failures_text(below) == "1/3"
     assert fmt.failures_detail(below) == "1 in a row (BROKEN at 3)"
+    at = dataclasses.replace(job, failures=3, max_failures=3, broken=True)
+    assert fmt.failures_text(at) == "3/3"
     over = dataclasses.replace(job, failures=4, max_failures=3, broken=True)
     assert fmt.failures_text(over) == "4, max 3"
     assert "4/3" not in fmt.failures_text(over)

@@ -126,10 +126,10 @@ def last_run_text(job: Job, now: datetime) -> tuple[str, Outcome | None]:
 
 
 def failures_text(job: Job) -> str:
-    """The Fail column: ``1/3`` (failures in a row / the limit) below the limit; at or
-    over it, ``4, max 3`` (failures count on past the limit, e.g. run-now runs of a
-    broken job: ``4/3`` would read as a contradiction)."""
-    if job.failures < job.max_failures:
+    """The Fail column: ``1/3`` (failures in a row / the limit) up to the limit; past
+    it, ``4, max 3`` (failures count on past the limit, e.g. run-now runs of a broken
+    job: ``4/3`` would read as a contradiction)."""
+    if job.failures <= job.max_failures:
         return f"{job.failures}/{job.max_failures}"
     return f"{job.failures}, max {job.max_failures}"
 
