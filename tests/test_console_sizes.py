@@ -122,3 +122,35 @@ async def test_the_palette_lists_quit_once(sqlite_url: str) -> None:
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert titles.count("Quit") == 1, titles
         assert "Theme" in " ".join(titles)  # Textual's own commands stay
+
+
+async def test_the_status_counts_are_not_cut_at_80x24(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.text import Text
+
+    from jobtui.core.model import What
+    from jobtui.core.schedules import make_schedule
+
+    # a long SQLite path and a job in many statuses: the longest status line there is
+    monkeypatch.chdir(tmp_path)
+    url = "sqlite:///a-rather-long-name-jobs.db"  # 36 characters: shown whole
+    store0 = open_store(url)
+    every = make_schedule("every", every=3600)
+    for name in ("e1", "p1", "b1", "d1", "a1"):
+        store0.submit(name, What("sql", "SELECT 1"), every)
+    store0.pause("p1")
+    store0.broken("b1", True)
+    store0.disable("d1")
+    store0.abort("a1")
+    store0.submit("f1", What("sql", "SELECT 1"), make_schedule("once"))
+    store0.close()
+    async with console_at(url, (80, 24), read_only=True) as (app, _pilot, _store):
+        status = app.main_screen.query_one("#status", Static)
+        text = str(status.render())
+        for word in ("enabled", "paused", "broken", "disabled", "aborted", "read-only"):
+            assert word in text, text
+        inner = status.content_region
+        lines = Text(text).wrap(app.console, inner.width)
+        assert len(lines) == 3, lines  # this line needs three at 80 columns ...
+        assert inner.height >= len(lines), (text, inner)  # ... and gets them
