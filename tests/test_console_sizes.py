@@ -55,7 +55,9 @@ def test_the_most_useful_columns_come_first() -> None:
 
 
 @pytest.mark.parametrize("size", SIZES)
-async def test_job_column_stays_while_scrolling_right(sqlite_url: str, size: tuple[int, int]) -> None:
+async def test_job_column_stays_while_scrolling_right(
+    sqlite_url: str, size: tuple[int, int]
+) -> None:
     seed(open_store(sqlite_url))
     async with console_at(sqlite_url, size) as (app, pilot, _store):
         table = app.main_screen.table
@@ -79,7 +81,9 @@ async def test_job_column_stays_while_scrolling_right(sqlite_url: str, size: tup
 
 
 @pytest.mark.parametrize("size", SIZES)
-async def test_help_and_quit_are_always_in_the_footer(sqlite_url: str, size: tuple[int, int]) -> None:
+async def test_help_and_quit_are_always_in_the_footer(
+    sqlite_url: str, size: tuple[int, int]
+) -> None:
     seed(open_store(sqlite_url))
     async with console_at(sqlite_url, size) as (app, pilot, _store):
         await pilot.pause(0.3)

@@ -15,7 +15,9 @@ def test_short_url_drops_the_scheme_first_and_keeps_the_database() -> None:
     assert short_url("sqlite:///db/jobtui.db") == "sqlite:///db/jobtui.db"
     long = "mysql+pymysql://root@127.0.0.1:3306/jobtui_t_0123456789ab"
     assert short_url(long) == "127.0.0.1:3306/jobtui_t_0123456789ab"
-    assert short_url("mysql+pymysql://root@127.0.0.1:3306/jobtui_t") == "root@127.0.0.1:3306/jobtui_t"
+    assert (
+        short_url("mysql+pymysql://root@127.0.0.1:3306/jobtui_t") == "root@127.0.0.1:3306/jobtui_t"
+    )
     assert short_url("mysql+pymysql://ops@db.example.org:3306/scheduler_production") == (
         "db.example.org/scheduler_production"
     )

@@ -308,10 +308,13 @@ class EditScreen(ModalScreen[JobForm | None]):
     @on(Input.Changed)
     @on(Select.Changed)
     def _changed(self, event: Message) -> None:
-        if isinstance(event, Input.Changed) and event.input.id:
-            # typed in (or set): its value is no longer the one the form opened with
-            if event.value != self._opened_with.get(event.input.id, event.value):
-                self._typed.add(event.input.id)
+        # typed in (or set): its value is no longer the one the form opened with
+        if (
+            isinstance(event, Input.Changed)
+            and event.input.id
+            and event.value != self._opened_with.get(event.input.id, event.value)
+        ):
+            self._typed.add(event.input.id)
         if isinstance(event, Select.Changed):
             if event.select.id == "what-kind":
                 self.what_kind = str(event.value)

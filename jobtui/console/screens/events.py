@@ -111,11 +111,10 @@ class EventsScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Where the database has no events (SQLite), offer no key that acts on one: the
         footer, the help screen and the palette leave them out, and the keys do nothing."""
-        if action in EVENT_ACTIONS and (
-            self.final or (self.listing is None and not server_events.available(self.store))
-        ):
-            return False
-        return True
+        nothing_here = self.final or (
+            self.listing is None and not server_events.available(self.store)
+        )
+        return not (action in EVENT_ACTIONS and nothing_here)
 
     # ------------------------------------------------------------------ reading
 

@@ -91,9 +91,7 @@ class RunLogScreen(Screen[None]):
                     job_id=job.id, owner=job.owner, outcome=outcome, limit=RUN_LIMIT
                 )
             else:
-                runs = self.store.runs(
-                    all_owners=self.all_owners, outcome=outcome, limit=RUN_LIMIT
-                )
+                runs = self.store.runs(all_owners=self.all_owners, outcome=outcome, limit=RUN_LIMIT)
         except JobtuiError as exc:
             self.post_message(RunsLoaded([], str(exc)))
             return
