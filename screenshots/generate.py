@@ -4,7 +4,8 @@
 
 Creates a fresh demo database in a temporary directory, opens the console
 hosting runners on it (App.run_test), lets the jobs cycle for a few seconds,
-and saves one SVG per screen with App.save_screenshot. The events view
+and saves one SVG per screen with App.save_screenshot (the main screen also
+at 80x24, main-80x24.svg). The events view
 (events.svg) needs MySQL/MariaDB (SQLite has no events): a database
 ``jobtui_shots_events`` is made on the ``--mysql`` server (default
 ``$JOBTUI_SHOTS_MYSQL`` or root on 127.0.0.1:3306) with a few events, shot
@@ -27,6 +28,7 @@ from jobtui.console.demo import create_demo
 from jobtui.core.store import open_store
 
 SIZE = (120, 34)
+SMALL = (80, 24)
 MYSQL = os.environ.get("JOBTUI_SHOTS_MYSQL", "mysql+pymysql://root@127.0.0.1:3306")
 EVENTS_DB = "jobtui_shots_events"
 EVENTS = (
@@ -93,7 +95,7 @@ async def shoot(out: Path, seconds: float) -> list[Path]:
             save("edit")
             await pilot.press("escape")
 
-            await pilot.press("l")
+            await pilot.press("L")  # the run log of all jobs (l: the selected job's)
             await settle(app, pilot)
             await pilot.pause(0.5)
             save("runlog")
@@ -110,6 +112,14 @@ async def shoot(out: Path, seconds: float) -> list[Path]:
             save("abort-confirm")
             await pilot.press("y")
             await settle(app, pilot)
+
+            # A common SSH window: the Job column and the most useful ones, ? and q shown.
+            await pilot.resize_terminal(*SMALL)
+            await select(app, pilot, "flaky")
+            await settle(app, pilot)
+            await pilot.pause(0.5)
+            save("main-80x24")
+            await pilot.resize_terminal(*SIZE)
 
             app.stop_runners(grace=0.0, abort=True)
             await settle(app, pilot)

@@ -89,6 +89,13 @@ def admin_connection(database: str | None = None):  # type: ignore[no-untyped-de
 
 
 @pytest.fixture(autouse=True)
+def _own_state_home(tmp_path_factory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The console's remembered state (a theme) never comes from, nor goes to, the
+    user's own $XDG_STATE_HOME: each test has an empty one of its own."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
+@pytest.fixture(autouse=True)
 def _no_demo_actions_left() -> Iterator[None]:
     """Each test starts in a process that knows no demo action: a test that opened a demo
     database (tests/demo_db.py) must not lend them to the next one."""

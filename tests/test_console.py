@@ -643,10 +643,11 @@ async def test_run_log_lists_runs_filterable_by_job_and_outcome(sqlite_url: str)
         store0.submit(name, What("action", "demo.noop"), make_schedule("once"))
         assert run_foreground(store0, name, poll=0.1) == 0
     async with console(sqlite_url) as (app, pilot, _store):
-        await pilot.press("l")
+        await pilot.press("L")  # all jobs' runs (l: the selected job's)
         await settle(app, pilot)
         log = app.screen
         assert isinstance(log, RunLogScreen)
+        assert log.job is None
         assert log.query_one("#runs").row_count == 2
         log.query_one("#job-filter", Input).value = "one-b"
         await pilot.pause()
@@ -675,7 +676,8 @@ async def test_help_screen_and_command_palette_list_every_key(sqlite_url: str) -
             "New job",
             "Remove",
             "Filter",
-            "Run log",
+            "Job's runs",
+            "All runs",
             "Runners",
             "Help",
             "Quit",
@@ -826,19 +828,40 @@ async def test_quit_with_runs_in_flight_asks_and_can_abort_them(sqlite_url: str)
     async with console(sqlite_url, runners=1) as (app, pilot, _store):
         await wait_for(pilot, lambda: row_texts(app)["long"]["status"] == "RUNNING", 20)
         await wait_for(pilot, lambda: " on " in row_texts(app)["long"]["runner"], 5)
-        await pilot.press("q")
-        await pilot.pause()
-        assert isinstance(app.screen, QuitScreen)
+        await pilot.press("q")  # a long run: asked once the short wait is over
+        await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen), 10)
         await pilot.press("c")  # cancel: stay
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
         await pilot.press("q")
-        await pilot.pause()
+        await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen), 10)
         await pilot.press("a")
         await wait_for(pilot, lambda: app.return_code is not None, 20)
     runs = store0.runs("long")
     assert runs[0].outcome in (Outcome.ABORTED, Outcome.LOST)
     assert not store0.get("long").running
+    store0.close()
+
+
+@pytest.mark.slow
+async def test_quit_waits_briefly_for_short_runs_instead_of_asking(sqlite_url: str) -> None:
+    store0 = open_store(sqlite_url)
+    make_demo(store0)  # the demo.* actions: a demo database
+    store0.submit("short", What("action", "demo.sleep", ("2",)), make_schedule("every", every=120))
+    # a 0 ms job every second: often claimed ahead of its slot when q is pressed
+    store0.submit("heartbeat", What("sql", "SELECT 1"), make_schedule("every", every=1))
+    async with console(sqlite_url, runners=2) as (app, pilot, _store):
+        await wait_for(pilot, lambda: "short" in app.pool.in_flight(), 20)
+        await pilot.press("q")
+        seen_quit_screen = False
+        deadline = time.monotonic() + 15
+        while app.return_code is None and time.monotonic() < deadline:
+            seen_quit_screen = seen_quit_screen or isinstance(app.screen, QuitScreen)
+            await pilot.pause(0.02)
+        assert app.return_code is not None, "the console did not quit"
+        assert not seen_quit_screen
+    runs = store0.runs("short")
+    assert runs[0].outcome is Outcome.OK  # waited for, not aborted
     store0.close()
 
 

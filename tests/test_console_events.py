@@ -390,9 +390,18 @@ async def test_sqlite_says_there_are_no_events_once(sqlite_url: str, counted: li
         assert events_screen(app).query_one("#event-table").row_count == 0
         assert len(counted) == 1  # none at start, once for the view: then it stops asking
         assert not any("SQLite" in n for n in notices(app))  # said in place, no popups
-        await pilot.press("e")  # nothing selected: said so, nothing else
+        # no key that acts on an event is offered: not in the footer, help or palette
+        screen = events_screen(app)
+        footer = {getattr(w, "action", None) for w in screen.query("FooterKey")}
+        assert not footer & {"switch", "adopt", "filter"}, footer
+        assert "back" in footer
+        titles = {c.title for c in app.get_system_commands(screen)}
+        assert not titles & {"Enable/disable", "Adopt as a job", "Filter"}, titles
+        assert not any("Adopt" in d for _, d in app.key_help(screen))
+        await pilot.press("e", "a", "slash")  # and the keys do nothing
         await pilot.pause()
-        assert "no event selected" in notices(app)
+        assert "no event selected" not in notices(app)
+        assert not screen.query_one("#event-filter").display
 
 
 # ---------------------------------------------------------------------- the palette

@@ -180,3 +180,24 @@ def test_snapshot_disconnected_banner(
         await settle(pilot)
 
     assert snap_compare(app_for(snap_store), terminal_size=SIZE, run_before=run_before)
+
+
+def test_snapshot_main_screen_at_200x50(snap_compare: Any, snap_store: JobStore) -> None:
+    assert snap_compare(app_for(snap_store), terminal_size=(200, 50), run_before=settle)
+
+
+def test_snapshot_main_screen_at_80x24_scrolled_right(
+    snap_compare: Any, snap_store: JobStore
+) -> None:
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.press(*["right"] * 60)
+        await settle(pilot)
+
+    assert snap_compare(app_for(snap_store), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_snapshot_help_at_80x24(snap_compare: Any, snap_store: JobStore) -> None:
+    assert snap_compare(
+        app_for(snap_store), terminal_size=(80, 24), press=["question_mark"], run_before=settle
+    )

@@ -12,6 +12,7 @@ app: they ask for changes through the ``Console`` protocol it implements
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import partial
@@ -26,8 +27,11 @@ from textual.css.query import NoMatches
 from textual.dom import DOMNode
 from textual.keys import key_to_character
 from textual.screen import Screen
+from textual.theme import Theme
 from textual.worker import Worker, WorkerState
 
+from jobtui.console import formatting as fmt
+from jobtui.console import state
 from jobtui.console.bulk import BULK_ROWS, freeze_when_resumed, gc_paused, thaw
 from jobtui.console.event_commands import EventCommands
 from jobtui.console.messages import (
@@ -39,6 +43,7 @@ from jobtui.console.messages import (
     JobsRefreshed,
     JobsUpdated,
     RunnersChanged,
+    RunsStillInFlight,
 )
 from jobtui.console.refresh import RefreshPlan
 from jobtui.console.screens.confirm import ConfirmScreen, QuitScreen
@@ -55,6 +60,10 @@ from jobtui.core.store import JobStore, RunnerInfo
 DEFAULT_RUNNER_THREADS = 2
 HEARTBEAT_TIMEOUT = 15.0
 WAIT_FOR_RUNS = 24 * 3600.0
+# Quitting with hosted runs in flight: how long to wait for them to end before asking.
+# Most runs take milliseconds, and a run claimed ahead of its slot starts within the
+# pool's lead (a quarter of a second): asking about those would be noise.
+QUIT_GRACE = 3.0
 CSS_FILES = ("app.tcss", "screens.tcss")
 
 
@@ -126,7 +135,7 @@ class JobtuiApp(EventCommands, App[None]):
     TITLE = "jobtui"
     CSS_PATH = css_paths()  # type: ignore[assignment]
     BINDINGS = [
-        Binding("l", "run_log", "Run log", id="run_log"),
+        Binding("L", "run_log", "All runs", id="run_log"),
         Binding("v", "events", "Events", id="events"),
         Binding("w", "toggle_runners", "Runners", id="runners"),
         Binding("question_mark", "help", "Help", id="help"),
@@ -189,6 +198,21 @@ class JobtuiApp(EventCommands, App[None]):
                 self.notify("read-only console: runners are not hosted", severity="warning")
             else:
                 self.start_runners(self.runner_threads)
+
+    def on_mount(self) -> None:
+        """The theme chosen last time (jobtui.console.state), then remember each change."""
+        theme = state.load().get("theme")
+        if isinstance(theme, str) and theme in self.available_themes:
+            self.theme = theme
+        self.theme_changed_signal.subscribe(self, self.remember_theme)
+
+    def remember_theme(self, theme: Theme) -> None:
+        try:
+            state.save(theme=theme.name)
+        except OSError as exc:
+            self.notify(
+                f"the theme {theme.name} is not remembered: {exc}", severity="warning", timeout=4
+            )
 
     def on_unmount(self) -> None:
         thaw()
@@ -285,6 +309,8 @@ class JobtuiApp(EventCommands, App[None]):
             # Once, after the first load (not competing with it): the server's Event
             # Scheduler state for the status line; afterwards only the events view reads it.
             self.read_event_scheduler()
+        if message.full and not self._loaded:
+            table.loaded()
         self._loaded = self._loaded or message.full
         if message.runners is not None:
             self.runners_seen = message.runners
@@ -467,7 +493,7 @@ class JobtuiApp(EventCommands, App[None]):
             table.select_job(job.id)
         self.screen.post_message(JobsUpdated([job]))
         self.update_status()
-        self.notify(f"{message.verb}: {job.name} is {job.status.value}", timeout=3)
+        self.notify(fmt.action_notice(message.verb, job, self.store.now()), timeout=4)
 
     def on_job_removed(self, message: JobRemoved) -> None:
         if self._main() is None:
@@ -486,9 +512,18 @@ class JobtuiApp(EventCommands, App[None]):
         self.push_screen(DetailsScreen(job, store=self.store))
 
     def action_run_log(self) -> None:
-        """The run log of all jobs."""
-        if not isinstance(self.screen, RunLogScreen):
-            self.push_screen(RunLogScreen(store=self.store, all_owners=self.all_owners))
+        """The run log of all jobs (l on a job: its own)."""
+        self.show_run_log(None)
+
+    def show_run_log(self, job: Job | None) -> None:
+        """The run log of ``job``, or of all jobs; from a run log, it replaces that one."""
+        screen = RunLogScreen(store=self.store, all_owners=self.all_owners, job=job)
+        if isinstance(self.screen, RunLogScreen):
+            if self.screen.job is None and job is None:
+                return
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
 
     def action_help(self) -> None:
         """Every key, and what the status colours mean."""
@@ -515,6 +550,9 @@ class JobtuiApp(EventCommands, App[None]):
                 key = binding.key
                 if binding.id is None or not binding.description:
                     continue
+                # a key its screen does not offer here (check_action: False) is not listed
+                if node.check_action(binding.action.split("(", 1)[0], ()) is False:
+                    continue
                 slot = grouped.setdefault((id(node), binding.action), ([], binding, node))
                 display = self.get_key_display(binding.with_key(key))
                 if display not in slot[0]:
@@ -522,14 +560,19 @@ class JobtuiApp(EventCommands, App[None]):
         return list(grouped.values())
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        """The command palette offers every key's action too."""
+        """The command palette offers every key's action too (Textual's own commands after
+        them, less those jobtui's replace: its Quit is ours, the careful one)."""
+        ours = set()
         for keys, binding, node in self.jobtui_bindings(screen):
+            ours.add(binding.description.lower())
             yield SystemCommand(
                 binding.description,
                 f"key {' '.join(keys)}",
                 partial(self.run_action, binding.action, node),
             )
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title.lower() not in ours:
+                yield command
 
     # ------------------------------------------------------------------ hosted runners
 
@@ -582,22 +625,43 @@ class JobtuiApp(EventCommands, App[None]):
     # ------------------------------------------------------------------ quitting
 
     def action_quit_console(self) -> None:
-        """Quit; when hosted runners have runs in flight, ask what to do with them."""
+        """Quit; hosted runs in flight get a few seconds to end, then it asks what to do."""
         if self._quitting:
             return
         if self.pool is None or not self.pool.running:
             self.exit()
             return
+        self._quitting = True
         in_flight = self.pool.in_flight()
-        if not in_flight:
-            self._quitting = True
-            self.stop_runners(grace=0.0, abort=True, then_exit=True)
-            return
+        if in_flight:
+            self.notify(
+                f"quitting once the run(s) in flight end ({', '.join(in_flight[:3])}); "
+                f"asking if they take over {QUIT_GRACE:g} s",
+                timeout=QUIT_GRACE,
+            )
+        self.quit_when_idle(QUIT_GRACE)
 
+    @work(thread=True, exclusive=True, group="quit", exit_on_error=False)
+    def quit_when_idle(self, grace: float) -> None:
+        """Wait up to ``grace`` s for an instant with no hosted run in flight, then stop the
+        runners and quit (in a thread); else ask (``RunsStillInFlight``)."""
+        deadline = time.monotonic() + grace
+        while in_flight := self.pool.in_flight():
+            if time.monotonic() >= deadline:
+                self.post_message(RunsStillInFlight(in_flight))
+                return
+            time.sleep(0.02)
+        try:  # (a run claimed in this very instant is aborted, as on any stop)
+            self.pool.stop(grace=0.0, abort=True)
+        except JobtuiError as exc:
+            self.post_message(RunnersChanged(False, str(exc)))
+        self.call_from_thread(self.exit)
+
+    def on_runs_still_in_flight(self, message: RunsStillInFlight) -> None:
         def chosen(choice: str | None) -> None:
             if choice is None:
+                self._quitting = False
                 return
-            self._quitting = True
             if choice == "wait":
                 self.notify("waiting for the runs in flight to finish, then quitting…")
                 self.stop_runners(grace=WAIT_FOR_RUNS, abort=False, then_exit=True)
@@ -605,7 +669,7 @@ class JobtuiApp(EventCommands, App[None]):
                 self.notify("aborting the runs in flight, then quitting…")
                 self.stop_runners(grace=0.0, abort=True, then_exit=True)
 
-        self.push_screen(QuitScreen(in_flight), callback=chosen)
+        self.push_screen(QuitScreen(message.in_flight), callback=chosen)
 
     async def action_quit(self) -> None:
         """ctrl+q and the palette's Quit go the same careful way as q."""

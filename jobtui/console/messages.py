@@ -91,6 +91,13 @@ class RunnersChanged(Message):
 
 
 @dataclass
+class RunsStillInFlight(Message):
+    """Quitting: the hosted runners' runs did not end within the short wait (the names)."""
+
+    in_flight: list[str]
+
+
+@dataclass
 class EventsLoaded(Message):
     """The server's events and its Event Scheduler's state, as read (events screen, or the
     app's one read at start). Posted to the events screen, it bubbles on to the app, which

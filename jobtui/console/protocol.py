@@ -24,6 +24,9 @@ class Console(Protocol):
     def show_details(self, job: Job) -> None:
         """Open ``job``'s details."""
 
+    def show_run_log(self, job: Job | None) -> None:
+        """Open the run log of ``job``, or of every job (None)."""
+
     def toggle_pause(self, job: Job) -> None:
         """Pause ``job``, or resume/enable it when paused, aborted or disabled."""
 

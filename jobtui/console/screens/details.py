@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import suppress
+from datetime import datetime
 
 from rich.text import Text
 from textual import work
@@ -13,14 +14,16 @@ from textual.content import Content
 from textual.css.query import NoMatches
 from textual.markup import escape
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from jobtui.console import formatting as fmt
 from jobtui.console.messages import ClockTicked, DetailsLoaded, JobsUpdated
 from jobtui.console.screens.job_actions import JOB_BINDINGS, JobActions
+from jobtui.console.widgets.footer import KeyFooter
 from jobtui.core.errors import JobtuiError
 from jobtui.core.expressions import why_no_runs
 from jobtui.core.model import Job
+from jobtui.core.showtime import shown_next_run
 from jobtui.core.store import JobStore
 
 HISTORY_LIMIT = 50
@@ -47,7 +50,7 @@ class DetailsScreen(JobActions, Screen[None]):
             yield Static(id="last-error")
             yield Static("Run history (latest first)", classes="section")
             yield DataTable(id="history", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#history", DataTable)
@@ -108,6 +111,7 @@ class DetailsScreen(JobActions, Screen[None]):
             return
         now = self.store.now()
         s = job.schedule
+        zone = fmt.job_zone(job)  # the job's times in its own zone, where it has one
         rows = [
             ("Job", f"[b]{escape(job.name)}[/]  (id {job.id}, owner {escape(job.owner)})"),
             ("Status", f"[b ${fmt.STATUS_VARIABLE[job.status]}]{job.status.value}[/]"),
@@ -125,18 +129,18 @@ class DetailsScreen(JobActions, Screen[None]):
             ("What", escape(job.what.describe())),
             ("Schedule", escape(s.describe())),
             ("Description", escape(job.description) or fmt.DASH),
-            ("Next run", f"{fmt.stamp(job.next_run)} ({fmt.next_run_text(job, now)})"),
-            ("Last success", f"{fmt.stamp(job.last_run)} ({fmt.age(job.last_run, now)})"),
-            ("This run", fmt.stamp(job.this_run)),
+            ("Next run", _next_run(job, now, zone)),
+            ("Last success", f"{fmt.stamp(job.last_run, zone)} ({fmt.age(job.last_run, now)})"),
+            ("This run", fmt.stamp(job.this_run, zone)),
             ("Last outcome", job.last_outcome.value if job.last_outcome else fmt.DASH),
             ("Last took", fmt.duration(job.last_duration)),
             ("Total time", fmt.duration(job.total_time)),
             ("Successes", str(job.cycles)),
-            ("Failures", f"{job.failures} of at most {job.max_failures}"),
+            ("Failures", fmt.failures_detail(job)),
             ("Runner", escape(fmt.runner_text(job, now))),
             ("Flags", _flags(job)),
-            ("Created", fmt.stamp(job.created)),
-            ("Updated", fmt.stamp(job.updated)),
+            ("Created", fmt.stamp(job.created, zone)),
+            ("Updated", fmt.stamp(job.updated, zone)),
         ]
         if job.broken_reason:
             rows.append(("Broken because", escape(job.broken_reason)))
@@ -167,7 +171,8 @@ class DetailsScreen(JobActions, Screen[None]):
             return
         lines = ["[b]Next 5 runs[/]"]
         none = f"none ({escape(why_no_runs(self.job))})"
-        lines += [f"{fmt.stamp(t)}" for t in message.upcoming] or [none]
+        zone = fmt.job_zone(self.job) if self.job is not None else None
+        lines += [fmt.stamp(t, zone) for t in message.upcoming] or [none]
         upcoming.update(Content.from_markup("\n".join(lines)))
         table = self.query_one("#history", DataTable)
         cursor = table.cursor_row
@@ -176,8 +181,8 @@ class DetailsScreen(JobActions, Screen[None]):
             outcome_var = fmt.OUTCOME_VARIABLE[run.outcome]
             style = self.app.theme_variables.get(outcome_var, "")
             table.add_row(
-                fmt.stamp(run.scheduled_for),
-                fmt.stamp(run.started),
+                fmt.stamp(run.scheduled_for, zone),
+                fmt.stamp(run.started, zone),
                 fmt.duration(run.duration),
                 Text(run.outcome.value, style=style if style.startswith("#") else ""),
                 Text(fmt.short_runner(run.runner)),
@@ -190,6 +195,17 @@ class DetailsScreen(JobActions, Screen[None]):
     def action_back(self) -> None:
         """Back to the job table."""
         self.dismiss(None)
+
+
+def _next_run(job: Job, now: datetime, zone: str | None) -> str:
+    """The next run in full, or why there is none (a halted job shows none, whatever
+    next_run the row keeps: jobtui.core.showtime)."""
+    shown = shown_next_run(job)
+    if job.run_now and not job.running:
+        return f"run now requested ({fmt.stamp(shown, zone) if shown else 'none scheduled'})"
+    if shown is None:
+        return f"{fmt.DASH} (none: {escape(why_no_runs(job))})"
+    return f"{fmt.stamp(shown, zone)} ({fmt.until(shown, now)})"
 
 
 def _flags(job: Job) -> str:

@@ -114,6 +114,9 @@ class EditScreen(ModalScreen[JobForm | None]):
         self._version = 0
         self._pending: JobForm | None = None
         self._checked: JobForm | None = None
+        # Fields typed in so far: a new job's empty form is not an error until then.
+        self._typed: set[str] = set()
+        self._opened_with: dict[str, str] = {}
         # The selects' values, kept here: validators run before the selects are mounted.
         self.what_kind: str = job.what.kind if job else "sql"
         self.schedule_kind: str = job.schedule.kind if job else "every"
@@ -252,6 +255,7 @@ class EditScreen(ModalScreen[JobForm | None]):
                 yield Button("Cancel \\[esc]", id="cancel")
 
     def on_mount(self) -> None:
+        self._opened_with = {i.id: i.value for i in self.query(Input) if i.id}
         first = "#target" if self.job else "#name"
         self.query_one(first, Input).focus()
         self._revalidate()
@@ -304,6 +308,13 @@ class EditScreen(ModalScreen[JobForm | None]):
     @on(Input.Changed)
     @on(Select.Changed)
     def _changed(self, event: Message) -> None:
+        # typed in (or set): its value is no longer the one the form opened with
+        if (
+            isinstance(event, Input.Changed)
+            and event.input.id
+            and event.value != self._opened_with.get(event.input.id, event.value)
+        ):
+            self._typed.add(event.input.id)
         if isinstance(event, Select.Changed):
             if event.select.id == "what-kind":
                 self.what_kind = str(event.value)
@@ -318,7 +329,10 @@ class EditScreen(ModalScreen[JobForm | None]):
             self.query_one("#tz", Input).disabled = sched_kind != "cron"
             for widget_id in ("target", "args", "schedule-value", "tz"):
                 field = self.query_one(f"#{widget_id}", Input)
-                field.validate(field.value)
+                if field.value or widget_id in self._typed:
+                    field.validate(field.value)
+                else:  # empty and not typed in yet: not red before anything is typed
+                    field.remove_class("-invalid")
         self._revalidate()
 
     def _revalidate(self) -> None:
@@ -329,7 +343,11 @@ class EditScreen(ModalScreen[JobForm | None]):
             form = self.build()
         except InvalidInput as exc:
             self._pending = None
-            self._show_error(str(exc))
+            self._show_preview(None)  # no preview of an earlier, valid form
+            if self.job is None and not self._typed:
+                self._show_hint()
+            else:
+                self._show_error(str(exc))
             return
         self._pending = form
         self._show_error(None, checking=True)
@@ -353,15 +371,29 @@ class EditScreen(ModalScreen[JobForm | None]):
         if message.version != self._version:
             return  # the form changed since: a newer check is on its way
         if message.error:
+            self._show_preview(None)
             self._show_error(message.error)
             return
         self._checked = self._pending
         self._show_error(None)
+        # in the zone the form gives the schedule (cron), as the job's details show them
+        zone = self._pending.schedule.tz if self._pending is not None else None
         lines = ["[b]Next 5 runs[/]"] + (
-            [fmt.stamp(t) for t in message.upcoming] or [f"none ({escape(message.none)})"]
+            [fmt.stamp(t, zone) for t in message.upcoming] or [f"none ({escape(message.none)})"]
         )
-        self.query_one("#preview", Static).update(Content.from_markup("\n".join(lines)))
+        self._show_preview("\n".join(lines))
         self.query_one("#save", Button).disabled = self.read_only
+
+    def _show_preview(self, markup: str | None) -> None:
+        """The next runs of the form as last checked valid, or nothing while it is not."""
+        self.query_one("#preview", Static).update(Content.from_markup(markup or ""))
+
+    def _show_hint(self) -> None:
+        self.query_one("#form-error", Static).update(
+            Content.from_markup(
+                "[dim]Give the job a name and what it runs; each field is checked as you type.[/]"
+            )
+        )
 
     def _show_error(self, error: str | None, *, checking: bool = False) -> None:
         box = self.query_one("#form-error", Static)

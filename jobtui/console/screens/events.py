@@ -59,6 +59,9 @@ def may_overlap(event: Event) -> bool:
     return event.overlap_warning is not None
 
 
+EVENT_ACTIONS = frozenset({"switch", "adopt", "filter"})
+
+
 class EventsScreen(Screen[None]):
     """Every event the account may see, with its schedule, status and next run."""
 
@@ -105,6 +108,14 @@ class EventsScreen(Screen[None]):
         self.reload()
         self._timer = self.set_interval(EVENTS_REFRESH, self.reload)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Where the database has no events (SQLite), offer no key that acts on one: the
+        footer, the help screen and the palette leave them out, and the keys do nothing."""
+        nothing_here = self.final or (
+            self.listing is None and not server_events.available(self.store)
+        )
+        return not (action in EVENT_ACTIONS and nothing_here)
+
     # ------------------------------------------------------------------ reading
 
     def reload(self) -> None:
@@ -137,7 +148,10 @@ class EventsScreen(Screen[None]):
             if self._timer is not None:
                 self._timer.stop()
             self.listing = None
+            self.refresh_bindings()  # e, a and / go: nothing here they could act on
         elif message.listing is not None:
+            if self.listing is None:
+                self.refresh_bindings()  # (the keys depend on there being a listing)
             self.listing = message.listing
             self.read_at = self.store.now().strftime("%H:%M:%S UTC")
         self.render_head()

@@ -21,6 +21,7 @@ JOB_BINDINGS = [
     Binding("e", "edit", "Edit", id="edit"),
     Binding("n", "new", "New job", id="new"),
     Binding("d,delete", "remove", "Remove", id="remove"),
+    Binding("l", "job_log", "Job's runs", id="job_log"),
 ]
 
 
@@ -71,6 +72,11 @@ class JobActions:
     def action_new(self) -> None:
         """Define a new job in a form."""
         self.console.edit_job(None)
+
+    def action_job_log(self) -> None:
+        """The run log of this job (L: of all jobs)."""
+        if job := self._job():
+            self.console.show_run_log(job)
 
     def action_remove(self) -> None:
         """Remove the job (asks first)."""

@@ -1,4 +1,4 @@
-"""The run log of all jobs, filterable by job and outcome."""
+"""The run log: of one job (``l``) or of all jobs (``L``), filterable by job and outcome."""
 
 from __future__ import annotations
 
@@ -11,19 +11,20 @@ from textual.containers import Horizontal
 from textual.content import Content
 from textual.markup import escape
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Select, Static
+from textual.widgets import DataTable, Input, Select, Static
 
 from jobtui.console import formatting as fmt
 from jobtui.console.messages import RunsLoaded
+from jobtui.console.widgets.footer import KeyFooter
 from jobtui.core.errors import JobtuiError
-from jobtui.core.model import Outcome, Run
+from jobtui.core.model import Job, Outcome, Run
 from jobtui.core.store import JobStore
 
 RUN_LIMIT = 500
 
 
 class RunLogScreen(Screen[None]):
-    """Every run, latest first."""
+    """Every run of one job, or of every job, latest first."""
 
     BINDINGS = [
         Binding("escape", "back", "Back", id="back"),
@@ -31,13 +32,20 @@ class RunLogScreen(Screen[None]):
         Binding("o", "focus_outcome", "Outcome", id="outcome"),
     ]
 
-    def __init__(self, *, store: JobStore, all_owners: bool) -> None:
-        super().__init__(id="runlog")
+    def __init__(self, *, store: JobStore, all_owners: bool, job: Job | None = None) -> None:
+        super().__init__(classes="runlog")
         self.store = store
         self.all_owners = all_owners
+        self.job = job  # None: every job's runs
         self.runs: list[Run] = []
 
     def compose(self) -> ComposeResult:
+        whose = (
+            f"Runs of [b]{escape(self.job.name)}[/] (owner {escape(self.job.owner)})"
+            if self.job is not None
+            else "Runs of [b]all jobs[/]"
+        )
+        yield Static(Content.from_markup(f"{whose}, latest first"), id="runlog-title")
         with Horizontal(id="runlog-filters"):
             yield Input(placeholder="job name contains…", id="job-filter")
             yield Select(
@@ -47,7 +55,7 @@ class RunLogScreen(Screen[None]):
             )
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
         yield Static(id="runlog-count")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#runs", DataTable)
@@ -61,6 +69,8 @@ class RunLogScreen(Screen[None]):
         ):
             table.add_column(label, key=key)
         table.focus()
+        if self.job is not None:  # one job: no name to filter by
+            self.query_one("#job-filter", Input).display = False
         self.reload()
         self.set_interval(2.0, self.reload)
 
@@ -70,13 +80,18 @@ class RunLogScreen(Screen[None]):
 
     def reload(self) -> None:
         """Read the run log again, with the outcome chosen now."""
-        self.load(self._outcome())
+        self.load(self._outcome(), self.job)
 
     @work(thread=True, exclusive=True, group="runlog", exit_on_error=False)
-    def load(self, outcome: str | None) -> None:
-        """The run log's rows (in a thread)."""
+    def load(self, outcome: str | None, job: Job | None) -> None:
+        """The run log's rows (in a thread): ``job``'s, or every job's."""
         try:
-            runs = self.store.runs(all_owners=self.all_owners, outcome=outcome, limit=RUN_LIMIT)
+            if job is not None:
+                runs = self.store.runs(
+                    job_id=job.id, owner=job.owner, outcome=outcome, limit=RUN_LIMIT
+                )
+            else:
+                runs = self.store.runs(all_owners=self.all_owners, outcome=outcome, limit=RUN_LIMIT)
         except JobtuiError as exc:
             self.post_message(RunsLoaded([], str(exc)))
             return
@@ -100,13 +115,15 @@ class RunLogScreen(Screen[None]):
         cursor = table.cursor_row
         table.clear()
         shown = 0
+        # one job's log: in its zone (as its details); all jobs': UTC, every row alike
+        zone = fmt.job_zone(self.job) if self.job is not None else None
         for run in self.runs:
             if needle and needle not in run.job.lower():
                 continue
             shown += 1
             table.add_row(
                 Text(run.job),
-                fmt.stamp(run.scheduled_for),
+                fmt.stamp(run.scheduled_for, zone),
                 fmt.duration(run.duration),
                 Text(run.outcome.value, style=self._style(fmt.OUTCOME_VARIABLE[run.outcome])),
                 Text(fmt.short_runner(run.runner)),
@@ -143,5 +160,11 @@ class RunLogScreen(Screen[None]):
         self.query_one("#outcome-filter", Select).focus()
 
     def action_back(self) -> None:
-        """Back to the job table."""
+        """Clear the job filter first when typing in it (or set), else back."""
+        box = self.query_one("#job-filter", Input)
+        if box.has_focus or box.value:
+            box.value = ""
+            self.query_one("#runs", DataTable).focus()
+            self.show()
+            return
         self.dismiss(None)

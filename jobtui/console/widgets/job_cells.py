@@ -28,18 +28,20 @@ from jobtui.core.transitions import status_marks
 
 _FAR = 1e18  # sorts after every real time stamp
 
-# (key, label) in display order; "owner" only with all_owners.
+# (key, label) in display order, the most useful first so that 80 columns show them
+# ("Running" is a dash but while a job runs); "owner" only with all_owners. The first
+# column (the job's name) stays in place when the table scrolls right.
 COLUMNS = (
     ("name", "Job"),
     ("owner", "Owner"),
     ("status", "Status"),
     ("next", "Next run"),
     ("last", "Last run"),
-    ("runner", "Running"),
-    ("duration", "Took"),
     ("failures", "Fail"),
     ("cycles", "Runs"),
+    ("duration", "Took"),
     ("schedule", "Schedule"),
+    ("runner", "Running"),
 )
 
 STATUS_ORDER = {s: i for i, s in enumerate(Status)}
@@ -60,16 +62,64 @@ def _ts(when: datetime | None) -> float:
     return when.timestamp() if when is not None else _FAR
 
 
+def _halted(job: Job) -> bool:
+    """No next run shows (``fmt.next_run_text`` is a dash): sorted after every time."""
+    return fmt.next_run_text(job, _EPOCH) == fmt.DASH
+
+
+_EPOCH = datetime(1970, 1, 1).astimezone()
+
 SORTS: dict[str, Callable[[Job], Any]] = {
     "name": lambda j: (j.name.lower(), j.owner),
     "status": lambda j: (STATUS_ORDER[j.status], j.name.lower()),
-    "next": lambda j: (_ts(j.next_run), j.name.lower()),
+    # Jobs with no next run (paused, broken, ...) last: not above jobs due in a second.
+    "next": lambda j: (_halted(j), _ts(j.next_run), j.name.lower()),
     "last": lambda j: (-_ts(j.last_cycle_start or j.last_run), j.name.lower()),
     "failures": lambda j: (-j.failures, j.name.lower()),
     "duration": lambda j: (-(j.last_duration or 0.0), j.name.lower()),
     "owner": lambda j: (j.owner, j.name.lower()),
 }
 SORT_CYCLE = ("name", "status", "next", "last", "failures", "duration")
+# The column each sort is marked on (▲ as listed, ▼ reversed).
+SORT_COLUMN = {
+    "name": "name",
+    "status": "status",
+    "next": "next",
+    "last": "last",
+    "failures": "failures",
+    "duration": "duration",
+    "owner": "owner",
+}
+REVERSED = "-"  # a sort_by of "-next": the next-run order reversed
+
+
+class Desc:
+    """A sort key in reverse: compares the other way round (bisect and sort keep working)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: Any) -> None:
+        self.key = key
+
+    def __lt__(self, other: Desc) -> bool:
+        return bool(other.key < self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Desc) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+
+def sort_function(sort_by: str) -> Callable[[Job], Any]:
+    """The key function of ``sort_by`` (``"next"``, or ``"-next"`` reversed). Reversed,
+    the jobs with no next run still come last."""
+    base = SORTS[sort_by.removeprefix(REVERSED)]
+    if not sort_by.startswith(REVERSED):
+        return base
+    if sort_by == REVERSED + "next":
+        return lambda j: ((k := base(j))[0], Desc(k[1:]))
+    return lambda j: Desc(base(j))
 
 
 class Cell(NamedTuple):
@@ -133,13 +183,13 @@ def row_cells(
     rest = (
         _plain(fmt.next_run_text(job, now), memo),
         Cell(last, fmt.OUTCOME_VARIABLE[outcome]) if outcome else _plain(last, memo),
-        _plain(fmt.runner_text(job, now), memo),
-        _right(fmt.duration(job.last_duration), memo),
-        _new(Cell, (f"{failures}/{job.max_failures}", "error", False, "right", ()))
+        _new(Cell, (fmt.failures_text(job), "error", False, "right", ()))
         if failures
         else _right("0", memo),
         _right(str(job.cycles), memo),
+        _right(fmt.duration(job.last_duration), memo),
         schedule_cell,
+        _plain(fmt.runner_text(job, now), memo),
     )
     if all_owners:
         return (
@@ -243,7 +293,7 @@ def prepare(jobs: Iterable[Job], shown: Shown, now: datetime) -> tuple[list[Job]
     for start in range(0, len(changed), _WIDTHS_CHUNK):
         rows = rows_cells(changed[start : start + _WIDTHS_CHUNK], now, all_owners=shown.all_owners)
         out = [max(a, b) for a, b in zip(out, widths(rows.values(), columns), strict=True)]
-    sort_fn = SORTS[shown.sort_by]
+    sort_fn = sort_function(shown.sort_by)
     return changed, Prepared(
         widths=out,
         sort_by=shown.sort_by,

@@ -39,6 +39,8 @@ from textual.strip import Strip
 
 from jobtui.console.widgets.job_cells import (
     COLUMNS,
+    REVERSED,
+    SORT_COLUMN,
     SORT_CYCLE,
     SORTS,
     Cell,
@@ -48,6 +50,7 @@ from jobtui.console.widgets.job_cells import (
     column_keys,
     render,
     row_cells,
+    sort_function,
 )
 from jobtui.core.model import Job, Status
 from jobtui.core.transitions import status_marks
@@ -81,6 +84,9 @@ class JobTable(ScrollView, can_focus=True):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "cycle_sort", "Sort", id="sort", tooltip="Cycle the sort column"),
+        Binding("S", "reverse_sort", "Reverse sort", id="reverse_sort", show=False),
+        Binding("j", "cursor_down", "Down", id="down", show=False),
+        Binding("k", "cursor_up", "Up", id="up", show=False),
         Binding("g,home,ctrl+home", "top", "Top", id="top", show=False),
         Binding("G,end,ctrl+end", "bottom", "Bottom", id="bottom", show=False),
         Binding("enter", "select", "Select", show=False),
@@ -109,7 +115,7 @@ class JobTable(ScrollView, can_focus=True):
     """
 
     sort_by: reactive[str] = reactive("name")
-    """The job attribute rows are sorted by (see SORT_CYCLE)."""
+    """The job attribute rows are sorted by (see SORT_CYCLE); ``-`` first: reversed."""
 
     filter_text: reactive[str] = reactive("")
     """Only rows whose name, owner or status contains this text (case-insensitive)."""
@@ -140,10 +146,15 @@ class JobTable(ScrollView, can_focus=True):
         self.columns: dict[str, JobColumn] = {
             key: JobColumn(key, labels[key], len(labels[key])) for key in self._keys
         }
+        self._fit_sort_mark()
         self._order: list[int] = []  # shown job ids, in display order
         self._shown: set[int] = set()  # the ids in _order (sort keys are made when needed)
         self._cursor = 0  # the cursor's row index
         self._cursor_id: int | None = None  # the job under it, followed across re-sorts
+        # G pressed while the first full load is still on its way: the cursor goes to the
+        # last row once it is in (not to the last of the first screenful), see loaded().
+        self.awaiting_load = True
+        self._end_pending = False
         self._cells: dict[int, RowCells] = {}  # cells drawn since the clock last ticked
         self._lines: dict[tuple[Any, ...], Strip] = {}  # rows drawn, until they change
         self._segments: dict[tuple[Any, ...], list[Segment]] = {}  # cells alike drawn once
@@ -163,6 +174,13 @@ class JobTable(ScrollView, can_focus=True):
     @property
     def ordered_columns(self) -> list[JobColumn]:
         return [self.columns[key] for key in self._keys]
+
+    def header_label(self, column: JobColumn) -> str:
+        """A column's label, with ▲ (or ▼ reversed) on the one the rows are sorted by."""
+        sort = self.sort_by
+        if SORT_COLUMN.get(sort.removeprefix(REVERSED)) != column.key:
+            return column.label
+        return f"{column.label} {'▼' if sort.startswith(REVERSED) else '▲'}"
 
     def current_job(self) -> Job | None:
         """The job under the cursor."""
@@ -184,8 +202,17 @@ class JobTable(ScrollView, can_focus=True):
         if job_id in self._shown:
             self.move_cursor(self._order.index(job_id))
 
-    def move_cursor(self, row: int, *, scroll: bool = True) -> None:
-        """Put the cursor on row ``row`` (clamped to the rows shown)."""
+    def loaded(self) -> None:
+        """The first full load is applied: a pending G lands on the last row now."""
+        self.awaiting_load = False
+        if self._end_pending:
+            self._end_pending = False
+            self.move_cursor(len(self._order) - 1)
+
+    def move_cursor(self, row: int, *, scroll: bool = True, to_end: bool = False) -> None:
+        """Put the cursor on row ``row`` (clamped to the rows shown); ``to_end`` (G):
+        and keep it on the last row while the table is still loading."""
+        self._end_pending = to_end and self.awaiting_load
         row = max(0, min(row, len(self._order) - 1))
         old = self._cursor
         self._cursor = row
@@ -234,7 +261,7 @@ class JobTable(ScrollView, can_focus=True):
         keys_ready = (
             prepared.sort_keys if prepared is not None and prepared.sort_by == self.sort_by else {}
         )
-        sort_fn = SORTS[self.sort_by]
+        sort_fn = sort_function(self.sort_by)
         needle = self.filter_text.strip().lower()
         added: list[int] = []
         moved: list[int] = []
@@ -301,8 +328,15 @@ class JobTable(ScrollView, can_focus=True):
     # ------------------------------------------------------------------ watchers
 
     def watch_sort_by(self) -> None:
+        self._fit_sort_mark()
         if self.is_mounted:
             self._rebuild()
+
+    def _fit_sort_mark(self) -> None:
+        """The sorted column is wide enough for its label and the ▲ (columns only widen)."""
+        column = self.columns.get(SORT_COLUMN.get(self.sort_by.removeprefix(REVERSED), ""))
+        if column is not None:
+            column.content_width = max(column.content_width, len(self.header_label(column)))
 
     def watch_filter_text(self) -> None:
         if self.is_mounted:
@@ -311,18 +345,25 @@ class JobTable(ScrollView, can_focus=True):
     # ------------------------------------------------------------------ actions
 
     def action_cycle_sort(self) -> None:
-        """Sort by the next column in SORT_CYCLE."""
-        index = SORT_CYCLE.index(self.sort_by) if self.sort_by in SORT_CYCLE else -1
+        """Sort by the next column in SORT_CYCLE (the header marks it)."""
+        current = self.sort_by.removeprefix(REVERSED)
+        index = SORT_CYCLE.index(current) if current in SORT_CYCLE else -1
         self.sort_by = SORT_CYCLE[(index + 1) % len(SORT_CYCLE)]
-        self.notify(f"sorted by {self.sort_by}", timeout=2)
+
+    def action_reverse_sort(self) -> None:
+        """Reverse the sort (▲ becomes ▼ in the header)."""
+        if self.sort_by.startswith(REVERSED):
+            self.sort_by = self.sort_by.removeprefix(REVERSED)
+        else:
+            self.sort_by = REVERSED + self.sort_by
 
     def action_top(self) -> None:
         """Go to the first row."""
         self.move_cursor(0)
 
     def action_bottom(self) -> None:
-        """Go to the last row."""
-        self.move_cursor(len(self._order) - 1)
+        """Go to the last row (while loading: the last once all are in)."""
+        self.move_cursor(len(self._order) - 1, to_end=True)
 
     def action_select(self) -> None:
         """Choose the job under the cursor (the main screen opens its details)."""
@@ -392,15 +433,25 @@ class JobTable(ScrollView, can_focus=True):
             if index >= len(self._order):
                 return Strip.blank(width, self.rich_style)
             strip = self._row_strip(index)
-        return strip.crop(scroll_x, scroll_x + width).adjust_cell_length(width, self.rich_style)
+        # The Job column stays in place: scrolling right moves only the columns after it.
+        fixed = self.columns[self._keys[0]].render_width
+        if scroll_x and fixed < width:
+            strip = Strip.join(
+                [strip.crop(0, fixed), strip.crop(fixed + scroll_x, scroll_x + width)]
+            )
+        else:
+            strip = strip.crop(scroll_x, scroll_x + width)
+        return strip.adjust_cell_length(width, self.rich_style)
 
     def _header_strip(self) -> Strip:
-        key = ("header", self.size.width)
+        key = ("header", self.size.width, self.sort_by)
         strip = self._lines.get(key)
         if strip is None:
             style = self.get_component_styles("jobtable--header").rich_style
             cells = [
-                self._render_cell(Text(column.label), column.render_width, style, Style.null())
+                self._render_cell(
+                    Text(self.header_label(column)), column.render_width, style, Style.null()
+                )
                 for column in self.ordered_columns
             ]
             strip = self._lines[key] = self._strip(-1, cells, style)
@@ -544,7 +595,7 @@ class JobTable(ScrollView, can_focus=True):
         shown -= gone
         shown.update(added)
         jobs = self.jobs
-        sort_fn = SORTS[self.sort_by]
+        sort_fn = sort_function(self.sort_by)
 
         def key(job_id: int) -> Any:
             ready = keys_ready.get(job_id)
@@ -568,7 +619,7 @@ class JobTable(ScrollView, can_focus=True):
     def _rebuild(self) -> None:
         """The shown rows again, from every job: a new filter or sort."""
         needle = self.filter_text.strip().lower()
-        sort_fn = SORTS[self.sort_by]
+        sort_fn = sort_function(self.sort_by)
         matches = self._matches
         jobs = self.jobs
         self._order = sorted(
@@ -580,8 +631,12 @@ class JobTable(ScrollView, can_focus=True):
         self._redraw()
 
     def _follow_cursor(self) -> None:
-        """After the order changed: the cursor back on its job, else where it was."""
-        if self._cursor_id is not None and self._cursor_id in self._shown:
+        """After the order changed: the cursor back on its job, else where it was (on the
+        last row when G is pending)."""
+        if self._end_pending and self._order:
+            self._cursor = len(self._order) - 1
+            self._cursor_id = self._order[-1]
+        elif self._cursor_id is not None and self._cursor_id in self._shown:
             self._cursor = self._order.index(self._cursor_id)
         else:
             self._cursor = max(0, min(self._cursor, len(self._order) - 1))

@@ -50,7 +50,7 @@ class StatusLine(Static):
         if markup != self._shown:
             self._shown = markup
             content = Content.from_markup(markup)
-            # The line changes every second (the clock). Its height (auto, at most 2:
+            # The line changes every second (the clock). Its height (auto, at most 3:
             # a narrow terminal wraps it) only changes if the text stops or starts
             # fitting on one line; otherwise skip the layout pass, which reflows the
             # whole screen (~10 ms on the event loop, every second).
