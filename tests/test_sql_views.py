@@ -58,6 +58,9 @@ JOB_COLUMNS = [
     "schedule_finish",
     "max_failures",
     "description",
+    "intent",
+    "run_now",
+    "abort_requested",
 ]
 RUNNING_COLUMNS = [
     "sid",

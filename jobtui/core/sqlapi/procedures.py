@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from jobtui.core.routines import FUNC_PREFIX, PROC_PREFIX
 from jobtui.core.schedules import MAX_EVERY, MIN_EVERY
-from jobtui.core.sqlapi import runlog
+from jobtui.core.sqlapi import runlog, steer
 from jobtui.core.sqlapi.sqltext import (
     BIN,
     COMMON_DECLARES,
@@ -46,6 +46,7 @@ PUBLIC = (
     "set_interval",
     "broken",
     "run",
+    *steer.VERBS,  # the seed's little API: pause, resume, abort, run_now
 )
 
 _NAME_RE = "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"
@@ -70,6 +71,7 @@ def statements(schema_name: str, *, definer_role: bool) -> list[str]:
         _set_interval(schema_name),
         _broken(schema_name),
         _run(schema_name),
+        *steer.statements(schema_name),
     ]
 
 

@@ -102,6 +102,11 @@ def jobs_select(base: str, schema_name: str) -> str:
         ("schedule_finish", "`schedule_finish`"),
         ("max_failures", "`max_failures`"),
         ("description", "`description`"),
+        # what the operator asked and a runner has not carried out yet (pause, abort,
+        # run_now): the status of a running job stays RUNNING meanwhile
+        ("intent", "`intent`"),
+        ("run_now", "IF(`run_now`, 'Y', 'N')"),
+        ("abort_requested", "IF(`abort_requested`, 'Y', 'N')"),
     ]
     cols = ", ".join(f"{sql} AS `{name}`" for name, sql in columns)
     return f"SELECT {cols} FROM `{base}`"
