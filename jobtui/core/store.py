@@ -672,7 +672,7 @@ class JobStore:
             return
         if what.kind == "call":
             schema_name, proc = split_procedure(what.target)
-            self.backend.check_procedure(schema_name, proc, len(what.args))
+            self.backend.check_procedure(schema_name, proc, what.args)
             return
         self._check_sql(what.target)
 

@@ -142,9 +142,10 @@ class Backend(ABC):
         raise NotImplementedError
 
     @abstractmethod
-    def check_procedure(self, schema_name: str, procedure: str, nargs: int) -> None:
+    def check_procedure(self, schema_name: str, procedure: str, args: Sequence[str]) -> None:
         """InvalidInput unless ``schema_name.procedure`` is a stored procedure this account
-        sees, taking ``nargs`` IN arguments (or unless the database has procedures)."""
+        sees, taking ``args`` as its IN arguments: as many, and each one its parameter's
+        numeric type can take (``argtypes``), or unless the database has no procedures)."""
         raise NotImplementedError
 
     @abstractmethod

@@ -17,6 +17,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from jobtui.core import actions, db, routines, schema, sqlapi
 from jobtui.core.backends import mysql_batch as sql
 from jobtui.core.backends import mysql_events
+from jobtui.core.argtypes import check_arg
 from jobtui.core.backends.base import Backend, FinishRow, PlanClaim, RunOutcome
 from jobtui.core.db import reset_mysql_session
 from jobtui.core.dberrors import NO_SUCH_TABLE, PERMISSION_ERRORS, error_code
@@ -206,7 +207,8 @@ class MySQLBackend(Backend):
             finally:
                 conn.rollback()
 
-    def check_procedure(self, schema_name: str, procedure: str, nargs: int) -> None:
+    def check_procedure(self, schema_name: str, procedure: str, args: Sequence[str]) -> None:
+        nargs = len(args)
         with self.engine.connect() as conn, conn.begin():
             found = conn.execute(
                 text(
@@ -223,9 +225,11 @@ class MySQLBackend(Backend):
                 )
             params = conn.execute(
                 text(
-                    "SELECT PARAMETER_MODE FROM information_schema.PARAMETERS "
+                    "SELECT PARAMETER_MODE, PARAMETER_NAME, DATA_TYPE, DTD_IDENTIFIER "
+                    "FROM information_schema.PARAMETERS "
                     "WHERE SPECIFIC_SCHEMA = :s AND SPECIFIC_NAME = :p "
-                    "AND ROUTINE_TYPE = 'PROCEDURE' AND ORDINAL_POSITION > 0"
+                    "AND ROUTINE_TYPE = 'PROCEDURE' AND ORDINAL_POSITION > 0 "
+                    "ORDER BY ORDINAL_POSITION"
                 ),
                 {"s": schema_name, "p": procedure},
             ).all()
@@ -238,6 +242,15 @@ class MySQLBackend(Backend):
             raise InvalidInput(
                 f"procedure {schema_name}.{procedure} has OUT/INOUT parameters: jobtui binds "
                 "literal arguments only, so use a procedure with IN parameters"
+            )
+        for i, (value, param) in enumerate(zip(args, params, strict=True), start=1):
+            check_arg(
+                value,
+                position=i,
+                name=param[1],
+                data_type=str(param[2]),
+                dtd=str(param[3]),
+                target=f"{schema_name}.{procedure}",
             )
 
     def refuse_ungranted(self, account: str, action: str) -> None:
