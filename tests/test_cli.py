@@ -559,6 +559,30 @@ def test_mariadb_wrong_password_and_stored_procedure(mariadb_url: str, cli_for) 
     assert "expr NOW() + INTERVAL 1 DAY" in lines[1]
 
 
+@pytest.mark.mariadb
+def test_init_on_a_database_that_does_not_exist_says_to_create_it(mariadb_url: str, cli_for) -> None:  # type: ignore[no-untyped-def]
+    from conftest import admin_connection
+
+    missing = f"{mariadb_url}_missing"  # the fixture's name with a suffix: never created
+    name = missing.rsplit("/", 1)[1]
+    proc = cli_for(missing)("init", ok=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "database unavailable" not in proc.stderr
+    hint = f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+    assert f"database '{name}' does not exist on this server: create it first" in proc.stderr
+    assert hint in proc.stderr and "then run `jobtui init`" in proc.stderr
+    # the hint, as printed, is what makes init work
+    conn = admin_connection()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(hint)
+        cli_for(missing)("init")
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        conn.close()
+
+
 # ---------------------------------------------------------------------- runner and console verbs
 
 
