@@ -15,9 +15,9 @@ from sqlalchemy.engine import URL, Connection, Engine, RootTransaction
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from jobtui.core import actions, db, routines, schema, sqlapi
+from jobtui.core.argtypes import check_arg
 from jobtui.core.backends import mysql_batch as sql
 from jobtui.core.backends import mysql_events
-from jobtui.core.argtypes import check_arg
 from jobtui.core.backends.base import Backend, FinishRow, PlanClaim, RunOutcome
 from jobtui.core.db import reset_mysql_session
 from jobtui.core.dberrors import NO_SUCH_TABLE, PERMISSION_ERRORS, error_code
