@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
 from jobtui import __version__, cli_events
@@ -31,6 +31,7 @@ from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobtuiError
 from jobtui.core.expressions import why_no_runs
 from jobtui.core.jobdefs import UNSET
 from jobtui.core.model import Job, Run, What, check_job_name
+from jobtui.core.showtime import halted, show_time, zone_of
 from jobtui.core.store import JobStore, RunnerInfo, open_store
 from jobtui.core.timeutil import aware, iso, parse_when
 from jobtui.core.transitions import status_marks
@@ -39,6 +40,7 @@ PROG = "jobtui"
 DEBUG_VAR = "JOBTUI_DEBUG"
 HEARTBEAT_TIMEOUT = 15.0  # seconds; the runner pool's default: older heartbeats are dead
 UPCOMING = 5
+FIRST_RUN_NOW = timedelta(seconds=1)  # submit says "first run now" within this of now
 DEFAULT_LOG_LIMIT = 20
 
 EXIT_OK = 0
@@ -753,7 +755,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
             ),
             disabled=args.disabled,
         )
-    return _report_job(args, job, "submitted")
+        now = store.now()
+    return _report_job(args, job, "submitted", now=now)
 
 
 def cmd_change(args: argparse.Namespace) -> int:
@@ -821,11 +824,27 @@ def job_dict(job: Job) -> dict[str, Any]:
     return data
 
 
-def _report_job(args: argparse.Namespace, job: Job, done: str) -> int:
+def _report_job(
+    args: argparse.Namespace, job: Job, done: str, *, now: datetime | None = None
+) -> int:
+    """One line: the job's status and next run; with ``now`` (submit), its first run,
+    saying "now" when that is now."""
     if getattr(args, "json", False):
         _print_json(job_dict(job))
+        return EXIT_OK
+    when = _time(job.next_run, job.schedule.tz)
+    if now is None:
+        _print(f"{done} job {job.name} (status {job.status.value}, next run {when})")
+        return EXIT_OK
+    if halted(job):
+        first = f"no run while {job.status.value}"
+    elif job.next_run is None:
+        first = "no run scheduled"
+    elif aware(job.next_run) <= now + FIRST_RUN_NOW:
+        first = f"first run now, {when}"
     else:
-        _print(f"{done} job {job.name} (status {job.status.value}, next run {_time(job.next_run)})")
+        first = f"first run {when}"
+    _print(f"{done} job {job.name} (status {job.status.value}, {first})")
     return EXIT_OK
 
 
@@ -869,7 +888,7 @@ def cmd_broken(args: argparse.Namespace) -> int:
     else:
         _print(
             f"cleared broken on job {job.name} (status {job.status.value}, "
-            f"next run {_time(job.next_run)})"
+            f"next run {_time(job.next_run, job.schedule.tz)})"
         )
     return EXIT_OK
 
@@ -877,11 +896,10 @@ def cmd_broken(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- reading
 
 
-def _time(value: datetime | None) -> str:
-    """A time for people: UTC, to the second."""
-    if value is None:
-        return "-"
-    return aware(value).strftime("%Y-%m-%d %H:%M:%S")
+def _time(value: datetime | None, zone: str | None = None) -> str:
+    """A time for people, to the second, with its zone's label: in ``zone`` (a job's
+    ``--tz``) where given, else UTC (``showtime.show_time``)."""
+    return show_time(value, zone)
 
 
 def _duration(seconds: float | None) -> str:
@@ -918,7 +936,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not jobs:
         _print("no jobs (define one with `jobtui submit NAME ...`)")
         return EXIT_OK
-    headers = ["NAME", "STATUS", "SCHEDULE", "NEXT RUN (UTC)", "LAST RUN (UTC)", "OUTCOME"]
+    # each time in the job's zone (--tz), else UTC, and labelled with it
+    headers = ["NAME", "STATUS", "SCHEDULE", "NEXT RUN", "LAST RUN", "OUTCOME"]
     headers += ["FAILURES", "CYCLES"]
     if args.all:
         headers.insert(0, "OWNER")
@@ -928,8 +947,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             j.name,
             j.status.value,
             j.schedule.describe(),
-            _time(j.next_run),
-            _time(j.last_cycle_start or j.last_run),
+            _time(j.next_run, j.schedule.tz),
+            _time(j.last_cycle_start or j.last_run, j.schedule.tz),
             "running" if j.running else (j.last_outcome.value if j.last_outcome else "-"),
             f"{j.failures}/{j.max_failures}",
             str(j.cycles),
@@ -986,9 +1005,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         _print(f"{key.ljust(width)}  {_plain(value)}")
     # the same words as the console's details and edit form (expressions.why_no_runs)
     none = why_no_runs(job) + (", see above" if job.problem else "")
-    _print("upcoming (UTC):" if upcoming else f"upcoming: none ({none})")
+    zone = job.schedule.tz if zone_of(job.schedule.tz) is not None else None
+    _print(f"upcoming ({zone or 'UTC'}):" if upcoming else f"upcoming: none ({none})")
     for t in upcoming:
-        _print(f"  {_time(t)}")
+        _print(f"  {_time(t, zone)}")
     return EXIT_OK
 
 
