@@ -181,6 +181,14 @@ class Backend(ABC):
         where the database has no events."""
         raise NotImplementedError
 
+    def read_procedure_texts(
+        self, conn: Connection, names: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], str | None]:
+        """The text of each stored procedure (schema, name) that exists, None where this
+        account may not read it; absent where there is no such procedure (or, as here,
+        no procedures at all)."""
+        return {}
+
     @abstractmethod
     def event_scheduler(self, conn: Connection) -> tuple[str, str]:
         """(the server's ``event_scheduler``: ON, OFF or DISABLED; its system time zone);

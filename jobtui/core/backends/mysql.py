@@ -270,6 +270,11 @@ class MySQLBackend(Backend):
     def read_events(self, conn: Connection, schema: str | None) -> list[dict[str, Any]]:
         return mysql_events.read_events(conn, schema)
 
+    def read_procedure_texts(
+        self, conn: Connection, names: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], str | None]:
+        return mysql_events.read_procedure_texts(conn, names)
+
     def event_scheduler(self, conn: Connection) -> tuple[str, str]:
         return mysql_events.scheduler_state(conn)
 
