@@ -505,9 +505,18 @@ def build_parser() -> argparse.ArgumentParser:
         "Run one job's schedule in the foreground, like the job$run loop of a "
         "stored-procedure job runner: hold the job's lock, run each due slot and run-now "
         "request, and stop when the schedule has no more slots (exit 0), the job is "
-        "aborted or removed (exit 3), or on Ctrl-C (exit 130; a run in flight is aborted)."
+        "aborted or removed (exit 3), or on Ctrl-C (exit 130; a run in flight is aborted). "
+        "On MySQL/MariaDB it needs a runner account (jobtui grant ACCOUNT --runner), "
+        "which names the job's owner with --owner."
     )
     p.add_argument("name", metavar="NAME")
+    p.add_argument(
+        "--owner",
+        metavar="OWNER",
+        type=_owner_text,
+        help="the job's owner (e.g. alice@%%, as `list --all` shows it); a runner account "
+        "owns no jobs; default: the connecting account's own",
+    )
 
     p = verb("console", "the operator console (the default verb)")
     _console_options(p, default_runners=0)
@@ -1213,7 +1222,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise _missing("runner", "jobtui.core.worker", exc) from None
     with _store(args) as store:
         _require_runner_account(store, "run")
-        return int(run_foreground(store, args.name))
+        problem = store.run_rights_problem()
+        if problem is not None:
+            from jobtui.core.errors import PermissionDenied
+
+            raise PermissionDenied(
+                f"`jobtui run` runs the job with this account's connection and needs a runner "
+                f"account (role {schema.runner_role(store.schema_name)}: `jobtui grant "
+                f"ACCOUNT --runner`, docs/privileges.md); account {store.owner!r} cannot: "
+                f"{problem}"
+            )
+        return int(run_foreground(store, args.name, owner=args.owner))
 
 
 def _require_runner_account(store: JobStore, verb: str) -> None:

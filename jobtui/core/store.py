@@ -204,6 +204,13 @@ class JobStore:
         """Which the account may read: the tables (admin, runner) or the views (operator)."""
         return self.backend.readable_tables(lambda: self.owner)
 
+    @db_errors
+    def run_rights_problem(self) -> str | None:
+        """Why this account cannot run jobs (None when it can): a runner account can, an
+        admin or operator cannot (docs/privileges.md); SQLite has no accounts."""
+        with self.engine.connect() as conn:
+            return self.backend.run_rights_problem(conn)
+
     def require_all(self, option: str = "--all") -> None:
         """Refuse DBA_JOBS-style requests from an operator account (exit 2)."""
         if not self.sees_all:

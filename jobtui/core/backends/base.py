@@ -181,6 +181,11 @@ class Backend(ABC):
         where the database has no events."""
         raise NotImplementedError
 
+    def run_rights_problem(self, conn: Connection) -> str | None:
+        """Why this account cannot run jobs here (None when it can, or when the database
+        has no accounts): a pool it hosts would fail every run."""
+        return None
+
     def read_procedure_texts(
         self, conn: Connection, names: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], str | None]:

@@ -270,6 +270,22 @@ class MySQLBackend(Backend):
     def read_events(self, conn: Connection, schema: str | None) -> list[dict[str, Any]]:
         return mysql_events.read_events(conn, schema)
 
+    def run_rights_problem(self, conn: Connection) -> str | None:
+        # A runner verifies each job's routine on mysql.proc before running it
+        # (routines.verify_routines): without SELECT there, every run is refused.
+        try:
+            conn.execute(text("SELECT 1 FROM mysql.proc WHERE 1 = 0")).all()
+        except DBAPIError as exc:
+            if error_code(exc) not in PERMISSION_ERRORS:
+                raise
+            return (
+                "it may not read mysql.proc, where a runner verifies each job's routines "
+                "before running them, so every run would fail"
+            )
+        finally:
+            conn.rollback()
+        return None
+
     def read_procedure_texts(
         self, conn: Connection, names: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], str | None]:
