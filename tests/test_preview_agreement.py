@@ -13,6 +13,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from demo_db import make_demo
 from test_cli import Cli
@@ -124,9 +125,16 @@ def _form_preview(text: str) -> tuple[list[str], str | None]:
 
 
 def _show_upcoming(out: str) -> tuple[list[str], str | None]:
-    """``jobtui show``'s upcoming lines, the same way."""
+    """``jobtui show``'s upcoming lines, the same way: shown in the job's zone (named in
+    ``upcoming (ZONE):``, each time labelled), compared as the UTC instants they are."""
     tail = out[out.index("upcoming") :]
-    times = re.findall(r"^  (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)$", tail, re.MULTILINE)
+    zone = re.match(r"upcoming \(([^)]+)\):", tail)
+    tz = ZoneInfo(zone.group(1)) if zone else UTC
+    local = re.findall(r"^  (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \S+$", tail, re.MULTILINE)
+    times = [
+        datetime.fromisoformat(t).replace(tzinfo=tz).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+        for t in local
+    ]
     none = re.match(r"upcoming: none \((.*)\)", tail)
     return times, none.group(1) if none else None
 
