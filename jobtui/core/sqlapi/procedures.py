@@ -46,7 +46,7 @@ PUBLIC = (
     "set_interval",
     "broken",
     "run",
-    *steer.VERBS,  # the seed's little API: pause, resume, abort, run_now
+    *steer.VERBS,  # the steering verbs: pause, resume, abort, run_now
 )
 
 _NAME_RE = "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"

@@ -1,7 +1,7 @@
-"""The seed's little API in SQL: pause, resume, abort and run_now (docs/sql.md).
+"""Steering a job from SQL: pause, resume, abort and run_now (docs/sql.md).
 
-The stored-procedure job runner jobtui grew from steered its loop through
-procedures that change a job's status; these are the same four verbs as
+A stored-procedure job runner is steered through procedures that change a
+job's status, which its loop obeys; these are the same four verbs as
 ``jobtui pause/resume/abort/run-now`` and the console's keys, for a client
 that has only SQL. Each writes exactly what ``jobtui.core.steering`` writes
 over the caller's own row (owner = CURRENT_USER(), through the operators'
