@@ -1,4 +1,4 @@
-"""The seed's little API in SQL (issue 26): pause, resume, abort and run_now.
+"""Steering a job from SQL (issue 26): pause, resume, abort and run_now.
 
 Real MariaDB accounts (``server`` from tests/accounts.py: alice and bob are
 operators, adm an admin, run a runner, each made by `jobtui grant --apply`),
