@@ -216,6 +216,15 @@ def test_a_running_pool_obeys_them(server: Server) -> None:
                 conn, "SELECT outcome, manual FROM jobtui_user_run WHERE job_id = %s", (job,)
             )
             assert runs == [("ok", 1)]
+            # a cron job resumed through SQL: its slot comes from a runner (croniter)
+            cron = _submit(conn, db, "submit_job", "cron", "DO 1", "cron 0 3 * * *", None, None)
+            assert wait_for(lambda: _job(server, cron)["next_run"], 10)
+            _call(conn, f"CALL `{db}`.pause(%s)", (cron,))
+            _call(conn, f"CALL `{db}`.resume(%s)", (cron,))
+            row = _job(server, cron)
+            assert row["next_run"] is None and row["status"] == "ENABLED"
+            armed = wait_for(lambda: _job(server, cron)["next_run"], 10)
+            assert (armed.hour, armed.minute, armed.second) == (3, 0, 0)
             _call(conn, f"CALL `{db}`.resume(%s)", (slow,))
             assert _job(server, slow)["status"] == "RESUMED"
             time.sleep(1.5)  # its next slot is an hour away: no run starts
