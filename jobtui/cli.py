@@ -292,7 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok; 2 bad input, unknown job or refused; 1 database "
         "unreachable or failing; 3 `run`: the job was aborted or removed; 130 interrupted; "
         "141 stdout closed. Database: --db, else $JOBTUI_DB, else the default SQLite file. "
-        "See docs/cli.md.",
+        "`jobtui VERB --help` shows a verb's options; the full manual (docs/cli.md, "
+        "docs/console.md) is in jobtui's source tree, not in an installed package.",
     )
     _db_option(parser, top=True)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -436,7 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("admin", "any"),
         default="admin",
         help="accepted for compatibility, without effect: every job runs with its owner's "
-        "rights (docs/privileges.md)",
+        "rights (docs/privileges.md in jobtui's source tree)",
     )
     _retention_options(p)
     p.add_argument(

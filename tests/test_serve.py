@@ -114,9 +114,7 @@ class Served:
 
     def consoles(self) -> list[int]:
         """The ``jobtui console`` processes serving the open tabs."""
-        return [
-            pid for pid in descendants(self.proc.pid) if "console" in proc_cmdline(pid)[3:5]
-        ]
+        return [pid for pid in descendants(self.proc.pid) if "console" in proc_cmdline(pid)[3:5]]
 
     def stop(self) -> int:
         """Ctrl+C, as an operator stops it; its exit status."""
@@ -343,4 +341,3 @@ def test_serve_is_listed_in_the_help() -> None:
     for option in ("--host", "--port", "--public-url", "--allow-remote", "--read-only"):
         assert option in flat
     assert "Listens on 127.0.0.1 unless --allow-remote" in flat
-
