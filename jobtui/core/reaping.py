@@ -197,7 +197,7 @@ class Reaper:
                 )
             ]
             conn.rollback()
-        if all([self.release_job(jid, rid, now, msg) for jid in ids]):
+        if all([self.release_job(jid, rid, now, msg, kill=False) for jid in ids]):
             self.mark_lost(rid, now, msg)
 
     def _stalled_here(self, registered: Sequence[Any], silent: set[str]) -> set[str]:
@@ -299,12 +299,20 @@ class Reaper:
                 )
 
     def release_job(
-        self, job_id: int, holder: str, now: datetime, msg: str, *, unless_active: bool = False
+        self,
+        job_id: int,
+        holder: str,
+        now: datetime,
+        msg: str,
+        *,
+        unless_active: bool = False,
+        kill: bool = True,
     ) -> bool:
         """Give a dead holder's job back; False while something of the holder may still
-        run it (MySQL/MariaDB: its named lock is not free yet)."""
+        run it (MySQL/MariaDB: its named lock is not free yet; a cluster: its connection
+        is still there, ``kill=False``, or its node cannot be asked)."""
         pool = self.pool
-        if pool.backend.cluster and not self._orphan_gone(job_id, holder):
+        if pool.backend.cluster and not self._orphan_gone(job_id, holder, kill=kill):
             return False
         with (
             pool.engine.connect() as lock_conn,
@@ -345,7 +353,7 @@ class Reaper:
             log.warning("job %s released: %s", row.name, msg)
             return True
 
-    def _orphan_gone(self, job_id: int, holder: str) -> bool:
+    def _orphan_gone(self, job_id: int, holder: str, *, kill: bool) -> bool:
         """A cluster's: the holder's executing connection (recorded with its claim) is
         gone from its node, killed there now if it still ran (``Backend.orphan_gone``)."""
         j = schema.job
@@ -358,7 +366,7 @@ class Reaper:
             conn.rollback()
         if row is None or not row.running or row.runner_id != holder:
             return True  # nothing of the holder's left to wait for
-        return self.pool.backend.orphan_gone(row.runner_node, row.runner_connection_id)
+        return self.pool.backend.orphan_gone(row.runner_node, row.runner_connection_id, kill=kill)
 
     def reap_self(self, now: datetime) -> None:
         """Claims of ours whose commit reply was lost with the connection (no thread has them)."""

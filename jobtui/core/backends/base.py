@@ -368,9 +368,10 @@ class Backend(ABC):
         empty where there are no named locks."""
         raise NotImplementedError
 
-    def orphan_gone(self, node: str | None, cid: int | None) -> bool:
+    def orphan_gone(self, node: str | None, cid: int | None, *, kill: bool = True) -> bool:
         """Whether a dead holder's executing connection ``cid`` (on ``node``, as claimed)
-        is known gone, killed now if need be (a cluster's, ``cluster``). Elsewhere the
+        is known gone, killed now if need be and ``kill`` (a cluster's, ``cluster``;
+        ``kill=False``: a SQL session's ``CALL run``, alive while connected). Elsewhere the
         named lock (MySQL) or the holder's judged death (SQLite) decides: True."""
         return True
 

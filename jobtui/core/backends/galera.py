@@ -39,6 +39,7 @@ from jobtui.core import schema
 from jobtui.core.backends import mysql_batch as sql
 from jobtui.core.backends.base import PlanClaim
 from jobtui.core.backends.mysql import MySQLBackend
+from jobtui.core.claims import NODE_EXPR
 from jobtui.core.dberrors import describe, error_code
 from jobtui.core.timeutil import to_db
 
@@ -51,15 +52,7 @@ T = TypeVar("T")
 RETRY_CODES = {1213, 1047}
 CLAIM_ATTEMPTS = 4
 
-#: The node a connection runs on, as the reaper reaches it: ``host:port/gcomm-uuid``.
-NODE_SQL = (
-    "SELECT CONNECTION_ID(), CONCAT("
-    "IF(@@wsrep_node_incoming_address NOT IN ('', 'AUTO'), @@wsrep_node_incoming_address, "
-    "CONCAT(IF(@@bind_address IN ('', '*', '0.0.0.0', '::'), @@hostname, @@bind_address), "
-    "':', @@port)), '/', "
-    "(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
-    "WHERE VARIABLE_NAME = 'WSREP_GCOMM_UUID'))"
-)
+NODE_SQL = f"SELECT CONNECTION_ID(), {NODE_EXPR}"
 GCOMM_UUID_SQL = (
     "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
     "WHERE VARIABLE_NAME = 'WSREP_GCOMM_UUID'"
@@ -264,10 +257,11 @@ class GaleraBackend(MySQLBackend):
     def reaping_lock(self, conn: Connection, lock_name: Callable[[], str]) -> Iterator[bool]:
         yield True  # the reaper made sure of the orphan first (orphan_gone)
 
-    def orphan_gone(self, node: str | None, cid: int | None) -> bool:
+    def orphan_gone(self, node: str | None, cid: int | None, *, kill: bool = True) -> bool:
         """Whether connection ``cid`` on ``node`` (``host:port/uuid`` as claimed) is
-        known gone: killed there now if it still runs. False when it cannot be told
-        (the node unreachable, the KILL refused): the job stays held."""
+        known gone: killed there now if it still runs and ``kill``. False when it still
+        runs or it cannot be told (the node unreachable, the KILL refused): the job
+        stays held."""
         if not node or cid is None or "/" not in node:
             return True  # claimed without a node (not by a runner on a cluster)
         addr, uuid = node.rsplit("/", 1)
@@ -287,6 +281,8 @@ class GaleraBackend(MySQLBackend):
                     ).scalar()
                     if not present:
                         return True
+                    if not kill:
+                        return False  # a SQL session still connected: alive
                     if attempt == 0:
                         log.warning(
                             "connection %s of a dead runner still runs on %s: killing it",
