@@ -7,6 +7,7 @@ what the jobs really did.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +21,6 @@ from procs import (
     check_exclusive,
     create_ledger_proc,
     ledger_counts,
-    mysql_db,
     spawn,
     wait_for,
     worker_list,
@@ -80,7 +80,7 @@ def test_a_cluster_is_detected_and_no_named_lock_is_used(galera_db: GaleraDB) ->
         assert isinstance(store.backend, GaleraBackend)
         assert store.backend.cluster and not store.backend.named_locks
         with store.engine.connect() as conn:
-            cid, node = store.backend.connection_node(conn)
+            _cid, node = store.backend.connection_node(conn)
         port = galera_db.cluster.port(2)
         assert node is not None and node.split("/")[0].endswith(f":{port}"), node
     finally:
@@ -180,6 +180,78 @@ def test_sigkill_of_a_worker_mid_run_kills_its_statement_before_the_job_runs_aga
     heir_first = min(t for t, c in rows if c == conns[1])
     assert orphan_last < heir_first, rows  # type: ignore[operator]
     assert "killing it" in heir.log(), heir.log()
+    store.close()
+
+
+def test_sigkill_of_a_node_mid_run_nothing_twice_nothing_lost_and_it_rejoins(
+    galera_db: GaleraDB,
+    workers: list,
+    tmp_path: Path,  # type: ignore[type-arg]
+) -> None:
+    """Node 3 dies with a run in flight on it: its job stays held while node 3 cannot
+    be asked, nobody runs it meanwhile; node 3 rejoins, its worker carries on."""
+    _ledger(galera_db)
+    cluster = galera_db.cluster
+    store = open_store(galera_db.urls[0])
+    db = galera_db.name
+    start = utcnow() + timedelta(seconds=4)
+    store.submit(
+        "long",
+        What("call", f"{db}.tick_ins", ("long", "10")),
+        make_schedule("every", every=5, start=start),
+    )
+    for i in range(4):
+        store.submit(
+            f"q{i}",
+            What("call", f"{db}.ledger_ins", (f"q{i}",)),
+            make_schedule("every", every=1, start=start),
+        )
+    timeout = 4.0
+    v3 = spawn(
+        workers, galera_db.urls[2], tmp_path, "v3", threads=2, poll=0.5, heartbeat_timeout=timeout
+    )
+    assert wait_for(v3.started, 30)
+    assert wait_for(lambda: store.get("long").running, 20)
+    w1 = spawn(
+        workers, galera_db.urls[0], tmp_path, "w1", threads=2, poll=0.5, heartbeat_timeout=timeout
+    )
+    assert wait_for(w1.started, 30)
+    time.sleep(1.0)
+    v3_id = v3.runner_id()
+    assert store.get("long").runner_id == v3_id
+    cluster.kill_node(3)
+    killed = utcnow()
+    try:
+        time.sleep(timeout + 6)  # node 3's worker silent well past the timeout
+        # Its job stays held: node 3 cannot be asked whether the statement still runs.
+        assert store.get("long").running
+        assert store.get("long").runner_id == v3_id
+    finally:
+        cluster.start_node(3)
+    rejoined = utcnow()
+
+    def v3_works_again() -> bool:
+        return any(
+            r.runner == v3_id and r.started is not None and r.started > rejoined
+            for r in store.runs(limit=500, all_owners=True)
+        )
+
+    assert wait_for(v3_works_again, 40, interval=0.5), v3.log()
+    assert wait_for(
+        lambda: not store.get("long").running or store.get("long").this_run > killed, 30
+    )  # type: ignore[operator]
+    for w in workers:
+        assert w.terminate() == 0, w.log()
+    runs = check_exclusive(store)
+    long_runs = runs["long"]
+    assert any(r.started and r.started > killed for r in long_runs), long_runs  # not lost
+    rows = _ledger_rows(store, "long")
+    by_conn: dict[int, list[object]] = {}
+    for t, c in rows:
+        by_conn.setdefault(c, []).append(t)
+    spans = sorted((min(ts), max(ts)) for ts in by_conn.values())
+    for (_a0, a1), (b0, _b1) in itertools.pairwise(spans):
+        assert a1 < b0, spans  # the runs' real work never interleaved
     store.close()
 
 
