@@ -8,6 +8,7 @@ what the jobs really did.
 from __future__ import annotations
 
 import itertools
+import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -365,3 +366,68 @@ def test_an_event_made_on_another_node_can_be_enabled_here(galera_db: GaleraDB) 
         cur.execute("SELECT status FROM information_schema.EVENTS WHERE EVENT_NAME = 'ev1'")
         assert cur.fetchone()[0] == "SLAVESIDE_DISABLED"
     conn.close()
+
+
+def test_an_operators_job_runs_as_its_owner_on_every_node(
+    galera_db: GaleraDB,
+    workers: list,
+    tmp_path: Path,  # type: ignore[type-arg]
+) -> None:
+    """The wrapper made on node 1 runs on nodes 2 and 3 too: its definer's EXECUTE was
+    granted explicitly (a GRANT replicates; the automatic grant does not)."""
+    from accounts import _revoke_database_grants
+
+    from jobtui.cli import main
+    from jobtui.core import schema
+
+    _ledger(galera_db)
+    db = galera_db.name
+    root = galera_db.urls[0]
+    sfx = secrets.token_hex(3)
+    names = {"op": f"jt_gop_{sfx}", "run": f"jt_grun_{sfx}"}
+    pw = {k: f"pw-{secrets.token_hex(4)}" for k in names}
+    conn = galera_db.cluster.admin(1, db)
+    try:
+        with conn.cursor() as cur:
+            for k, name in names.items():
+                cur.execute(f"CREATE USER '{name}'@'%%' IDENTIFIED BY %s", (pw[k],))
+            cur.execute(f"GRANT EXECUTE ON PROCEDURE `{db}`.`ledger_ins` TO '{names['op']}'@'%'")
+        assert main(["--db", root, "init"]) == 0
+        assert main(["--db", root, "grant", names["op"], "--operator", "--apply"]) == 0
+        assert main(["--db", root, "grant", names["run"], "--runner", "--apply"]) == 0
+
+        def url(key: str, n: int) -> str:
+            return galera_db.urls[n].replace("://root@", f"://{names[key]}:{pw[key]}@")
+
+        op = open_store(url("op", 0))
+        op.submit(
+            "mine",
+            What("call", f"{db}.ledger_ins", ("mine",)),
+            make_schedule("every", every=3600, start=utcnow() + timedelta(hours=1)),
+        )
+        for n in range(3):
+            w = spawn(workers, url("run", n), tmp_path, f"o{n + 1}", threads=1, poll=0.3)
+            assert wait_for(w.started, 30), w.log()
+            op.run_now("mine")
+            wanted = n + 1
+
+            def done(wanted: int = wanted) -> bool:
+                return len([r for r in op.runs("mine", limit=10) if r.finished]) >= wanted
+
+            assert wait_for(done, 30), (op.runs("mine", limit=10), w.log())
+            assert w.terminate() == 0, w.log()
+        runs = op.runs("mine", limit=10)
+        assert [r.outcome for r in runs] == [Outcome.OK] * 3, runs
+        assert {r.owner for r in runs} == {f"{names['op']}@%"}
+        op.close()
+        with conn.cursor() as cur:  # as root: the operator may not read the ledger
+            cur.execute("SELECT COUNT(*) FROM ledger WHERE job = 'mine'")
+            assert cur.fetchone()[0] == 3
+    finally:
+        with conn.cursor() as cur:
+            for name in names.values():
+                cur.execute(f"DROP USER IF EXISTS '{name}'@'%'")
+            _revoke_database_grants(cur, db)
+            for kind in ("operator", "runner", "admin"):
+                cur.execute(f"DROP ROLE IF EXISTS `{schema.role_name(kind, db)}`")
+        conn.close()
