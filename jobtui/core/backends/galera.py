@@ -242,16 +242,27 @@ class GaleraBackend(MySQLBackend):
     # ---------------------------------------------------------------- leases and reaping
 
     def renew_leases(self, conn: Connection, runner_id: str, until: datetime) -> None:
+        """By primary key, after a plain read: an ``UPDATE ... WHERE locked_by = me``
+        would lock every row it scans, and each claim replicated from another node
+        would then abort the heartbeat (a brute-force abort, 1213)."""
         j = schema.job
-        conn.execute(update(j).where(j.c.locked_by == runner_id).values(locked_until=to_db(until)))
+        ids = [int(x[0]) for x in conn.execute(select(j.c.id).where(j.c.locked_by == runner_id))]
+        if ids:
+            conn.execute(
+                update(j)
+                .where(j.c.id.in_(ids), j.c.locked_by == runner_id)
+                .values(locked_until=to_db(until))
+            )
 
     def drop_leases(self, conn: Connection, runner_id: str) -> None:
         j = schema.job
-        conn.execute(
-            update(j)
-            .where(j.c.locked_by == runner_id, j.c.running.is_(False))
-            .values(locked_by=None, locked_until=None)
-        )
+        ids = [int(x[0]) for x in conn.execute(select(j.c.id).where(j.c.locked_by == runner_id))]
+        if ids:
+            conn.execute(
+                update(j)
+                .where(j.c.id.in_(ids), j.c.locked_by == runner_id, j.c.running.is_(False))
+                .values(locked_by=None, locked_until=None)
+            )
 
     @contextmanager
     def reaping_lock(self, conn: Connection, lock_name: Callable[[], str]) -> Iterator[bool]:
