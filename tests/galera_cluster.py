@@ -174,7 +174,10 @@ def galera_cluster() -> Iterator[Cluster]:
     if _failed:
         pytest.fail(_failed[0]) if IN_CI else pytest.skip(_failed[0])
     try:
-        cluster = start_cluster()
+        try:
+            cluster = start_cluster()
+        except Exception:  # once more, on other ports (one taken meanwhile, a slow node)
+            cluster = start_cluster()
     except Exception as exc:
         _failed.append(f"the Galera test cluster did not start: {exc}")
         if IN_CI:
