@@ -35,6 +35,8 @@ def backend_for(engine: Engine) -> Backend:
         try:
             if is_cluster(engine):
                 return GaleraBackend(engine)
-        except SQLAlchemyError as exc:  # unreachable now: asked again when next opened
-            log.warning("could not ask the server whether it is a Galera node: %s", exc)
+        except SQLAlchemyError as exc:
+            # Unreachable now: the store's first use fails with the reason (a worker
+            # exits), and the next open asks again.
+            log.debug("could not ask the server whether it is a Galera node: %s", exc)
     return cls(engine)
