@@ -361,12 +361,12 @@ def routines_for_job(schema: str) -> str:
     v_xname (NULL: none) and v_wmade / v_xmade (1: created here)."""
     q = quote_ident(schema)
     quote = '"'
-    wdigest = digest([f"CONCAT('{quote}', v_kind, '{quote}')", "v_jtarget", "v_nargs", "v_jrole"])
-    xdigest = digest([f"'{quote}expr{quote}'", "v_jtarget", "v_jrole"])
+    # no role in the names (routines.for_what): the runner looks them up by exact name
+    wdigest = digest([f"CONCAT('{quote}', v_kind, '{quote}')", "v_jtarget", "v_nargs"])
+    xdigest = digest([f"'{quote}expr{quote}'", "v_jtarget"])
     return f"""
   SET v_role = CURRENT_ROLE();
   SET v_prelude = IF(v_role IS NULL, 'BEGIN ', CONCAT('BEGIN SET ROLE ', {quote_ident_sql("v_role")}, '; '));
-  {json_string("v_role", "v_jrole")}
   SET v_wname = NULL, v_xname = NULL, v_wmade = 0, v_xmade = 0;
   IF v_give_what = 1 AND v_kind IN ('call', 'sql') THEN
     {json_string("v_target", "v_jtarget")}
@@ -405,6 +405,9 @@ def routines_for_job(schema: str) -> str:
 """
 
 
+SEAL = "jobtui_seal"  # jobtui.core.sqlapi.keeper
+
+
 def _ensure_routine(q: str, rtype: str, name: str, body: str, made: str, head: str) -> str:
     """(Re)create one of the job's routines (``rtype`` PROCEDURE or FUNCTION) in this
     session unless this account already has it with exactly this body; ``head``: the
@@ -438,6 +441,18 @@ def _ensure_routine(q: str, rtype: str, name: str, body: str, made: str, head: s
       IF v_bad = 1 THEN
         SET v_made_err = CONCAT('{rtype.lower()} ', {name}, ' (', v_errno, ') ', v_err);
       END IF;
+    END IF;
+    IF v_bad = 0 THEN
+      -- the keeper revokes this session's ALTER ROUTINE on it (routines.install)
+      BEGIN
+        DECLARE EXIT HANDLER FOR SQLEXCEPTION
+        BEGIN
+          GET DIAGNOSTICS CONDITION 1 v_errno = MYSQL_ERRNO, v_err = MESSAGE_TEXT;
+          SET v_bad = 1;
+          SET v_made_err = CONCAT('{rtype.lower()} ', {name}, ', sealing it: (', v_errno, ') ', v_err);
+        END;
+        CALL {q}.`{SEAL}`('{rtype}', {name});
+      END;
     END IF;"""
 
 
