@@ -112,7 +112,7 @@ def test_an_owner_flipping_dropping_and_recreating_its_routines_never_runs_as_th
     _probe(server)
     db = server.database
     alice = server.store("alice")
-    every = make_schedule("every", interval=1)
+    every = make_schedule("every", every=1)
     expr = make_schedule("expr", expr="NOW() + INTERVAL 1 SECOND")
     try:
         a = alice.submit("flip-call", What("call", f"{db}.probe", ("call",)), every)
