@@ -51,7 +51,9 @@ def _probe(server: Server) -> None:
     conn = admin_connection(db)
     try:
         with conn.cursor() as cur:
-            cur.execute("CREATE TABLE probe_log (who VARCHAR(200), secret_read INT, via VARCHAR(20))")
+            cur.execute(
+                "CREATE TABLE probe_log (who VARCHAR(200), secret_read INT, via VARCHAR(20))"
+            )
             cur.execute(
                 "CREATE PROCEDURE probe(IN via VARCHAR(20)) SQL SECURITY INVOKER MODIFIES SQL DATA "
                 "BEGIN DECLARE ok INT DEFAULT 1; DECLARE n INT; "
