@@ -159,16 +159,18 @@ def test_execute_granted_through_a_role_works_inside_the_owners_routine(server: 
         root.close()
 
 
-def test_an_admins_own_jobs_run_as_its_routines(server: Server) -> None:
-    """An admin's routines run too: its role carries no EXECUTE on the database, so the
-    server grants the creator EXECUTE on each routine it makes (a DEFINER routine's
-    EXECUTE is checked for its definer without the definer's roles)."""
+def test_an_admins_own_jobs_are_refused_while_it_may_alter_every_routine(server: Server) -> None:
+    """An admin's role holds ALTER ROUTINE on the database (init, remove), which the keeper
+    cannot seal away: it could flip its routine between the runner's check and the call,
+    so the runner refuses its call/sql/expr jobs (issue 23) and says what to do."""
     adm = server.store("adm")
     try:
         adm.submit("mine", What("sql", "SELECT 1"), ONCE)
         with _runner(server):
             run = _wait_run(adm, "mine")
-        assert run.outcome is Outcome.OK, run.error  # type: ignore[attr-defined]
+        assert run.outcome is Outcome.FAILED  # type: ignore[attr-defined]
+        assert "holds ALTER ROUTINE on the database" in run.error  # type: ignore[attr-defined]
+        assert "--operator" in run.error  # type: ignore[attr-defined]
     finally:
         adm.close()
 

@@ -262,3 +262,42 @@ def _handler_reads(conn: object) -> int:
         "('Handler_read_next', 'Handler_read_rnd_next', 'Handler_read_key', 'Handler_read_prev')"
     ).all()
     return sum(int(v) for _n, v in rows)
+
+
+def test_an_owner_that_may_alter_every_routine_through_a_role_is_refused(server: Server) -> None:
+    """ALTER ROUTINE on the whole database, through a role granted to a role granted to
+    alice (not even her default one: SET ROLE inside her routine could activate it):
+    the keeper cannot seal that away, so the runner refuses her job; revoked, it runs."""
+    _probe(server)
+    db = server.database
+    outer, inner = f"jt_outer_{server.names['alice']}", f"jt_inner_{server.names['alice']}"
+    alice = server.store("alice")
+    conn = admin_connection(db)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE ROLE `{inner}`")
+            cur.execute(f"CREATE ROLE `{outer}`")
+            cur.execute(f"GRANT ALTER ROUTINE ON `{db}`.* TO `{inner}`")
+            cur.execute(f"GRANT `{inner}` TO `{outer}`")
+            cur.execute(f"GRANT `{outer}` TO '{server.names['alice']}'@'%'")
+        alice.submit("wide", What("call", f"{db}.probe", ("wide",)), make_schedule("once"))
+        with _runner(server, threads=1):
+            assert wait_for(
+                lambda: [r for r in alice.runs("wide") if r.outcome is not Outcome.RUNNING], 20
+            )
+        run = alice.runs("wide")[0]
+        assert run.outcome is Outcome.FAILED
+        assert f"holds ALTER ROUTINE on the database {db}" in (run.error or "")
+        assert _log(server) == []
+        with conn.cursor() as cur:
+            cur.execute(f"REVOKE `{outer}` FROM '{server.names['alice']}'@'%'")
+        alice.run_now("wide")
+        with _runner(server, threads=1):
+            assert wait_for(lambda: _log(server), 20)
+        assert _log(server) == [(f"{server.names['alice']}@%", 0, "wide")]
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP ROLE IF EXISTS `{outer}`")
+            cur.execute(f"DROP ROLE IF EXISTS `{inner}`")
+        conn.close()
+        alice.close()

@@ -135,6 +135,12 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
             f"GRANT SELECT ON `mysql`.`proc` TO `{role}`",
             # refusing a routine its owner can still alter (ALTER ROUTINE not sealed away)
             f"GRANT SELECT ON `mysql`.`procs_priv` TO `{role}`",
+            # ... or can alter every routine of the database, directly or through a role
+            # (only these columns: mysql.user holds password hashes)
+            f"GRANT SELECT (`User`, `Host`, `Alter_routine_priv`) ON `mysql`.`user` TO `{role}`",
+            f"GRANT SELECT (`User`, `Host`, `Db`, `Alter_routine_priv`) ON `mysql`.`db` "
+            f"TO `{role}`",
+            f"GRANT SELECT ON `mysql`.`roles_mapping` TO `{role}`",
             # KILL QUERY of a run executing in its owner's (DEFINER) context: abort
             f"GRANT CONNECTION ADMIN ON *.* TO `{role}`",
         ]

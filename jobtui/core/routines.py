@@ -405,6 +405,11 @@ def verify(
             ),
         )
         unsealed = {(str(n).lower(), f"{u}@{h}") for n, u, h in cur.fetchall()}
+        wide = {
+            owner: where
+            for owner in sorted({j.owner for j in jobs})
+            if (where := _alters_everything(cur, schema_name, owner)) is not None
+        }
     except conn.dialect.loaded_dbapi.Error as exc:
         code = getattr(exc, "args", (None,))[0]
         if code not in _DENIED:
@@ -428,8 +433,46 @@ def verify(
             by_name.get(names[j.id].name.lower(), []),  # type: ignore[union-attr]
             unsealed,
         )
+        if j.owner not in wide
+        else Verdict(
+            None,
+            f"the job's owner {j.owner} holds ALTER ROUTINE {wide[j.owner]}, so it could "
+            "flip or replace the job's routine between the runner's check and its call: "
+            "refused. Submit the job from an account without it (an operator: `jobtui "
+            "grant ACCOUNT --operator`; docs/privileges.md)",
+        )
         for j in jobs
     }
+
+
+# Every account the owner may act as: itself and the roles granted to it (recursively:
+# SET ROLE may activate any of them, inside its own routine too).
+_ALTERS_EVERYTHING = (
+    "WITH RECURSIVE g (u, h) AS (SELECT CAST(%s AS CHAR(128)), CAST(%s AS CHAR(255)) "
+    "UNION SELECT rm.Role, '' FROM "
+    "mysql.roles_mapping rm JOIN g ON rm.User = g.u AND rm.Host = g.h) "
+    "SELECT CURRENT_USER() = %s, "
+    "EXISTS (SELECT 1 FROM mysql.user mu JOIN g ON mu.User = g.u AND mu.Host = g.h "
+    "WHERE mu.Alter_routine_priv = 'Y'), "
+    "EXISTS (SELECT 1 FROM mysql.db d JOIN g ON d.User = g.u AND d.Host = g.h "
+    "WHERE d.Alter_routine_priv = 'Y' AND %s LIKE d.Db)"
+)
+
+
+def _alters_everything(cur: Any, schema_name: str, owner: str) -> str | None:
+    """Where ``owner`` holds ALTER ROUTINE beyond its own routines (the keeper cannot seal
+    those away): "on the database" or "on every database"; None when it does not, or
+    when the owner is the runner's own account (nothing to borrow)."""
+    user, host = _account(owner)
+    cur.execute(_ALTERS_EVERYTHING, (user, host, owner, schema_name))
+    same, everywhere, here = cur.fetchone()
+    if same:
+        return None
+    if everywhere:
+        return "on every database"
+    if here:
+        return f"on the database {schema_name}"
+    return None
 
 
 def _account(owner: str) -> tuple[str, str]:
