@@ -460,13 +460,12 @@ def test_a_definition_changed_through_the_view_is_refused_until_changed_by_the_o
         with root.cursor() as cur:
             cur.execute("SELECT who FROM marks")
             assert cur.fetchall() == (("two",),)
-            # the old definition's routine is sealed: its owner cannot drop it, so it
-            # stays (no row names it, so it never runs; an admin may drop it)
+            # only the new definition's routine is left (retired through the keeper)
             cur.execute(
                 "SELECT COUNT(*) FROM mysql.proc WHERE db = %s AND name LIKE %s",
                 (db, f"jobtui\\_w\\_{job.id}\\_%"),
             )
-            assert cur.fetchone() == (2,)
+            assert cur.fetchone() == (1,)
     finally:
         alice.close()
         root.close()
@@ -554,15 +553,15 @@ def test_routines_follow_submit_change_and_remove(server: Server) -> None:
         )
         first = names(job.id)
         assert [n[:9] for n in first] == ["jobtui_w_", "jobtui_x_"]
-        # sealed (issue 23): the owner cannot drop them, so the old ones stay (no row
-        # names them, so they never run; an admin may drop them)
-        alice.change("j", every=60)
-        assert names(job.id) == first
+        # sealed (issue 23): the owner cannot drop them itself; the keeper
+        # (jobtui_retire) does, while no runner holds the job
+        alice.change("j", every=60)  # no expression any more: its function goes
+        assert names(job.id) == first[:1]
         alice.change("j", what=What("sql", "SELECT 2"))
         second = names(job.id)
-        assert len(second) == 3 and set(first) < set(second)
+        assert len(second) == 1 and second != first[:1]
         alice.remove("j")
-        assert names(job.id) == second
+        assert names(job.id) == []
     finally:
         alice.close()
         root.close()

@@ -53,6 +53,7 @@ EXPR_TIMEOUT = 2.0  # seconds an expr schedule's evaluation may take (max_statem
 PROCEDURE = "PROCEDURE"
 SEAL = "jobtui_seal"  # the keeper (jobtui.core.sqlapi.keeper)
 WHO = "jobtui_routine_definer"
+RETIRE = "jobtui_retire"
 FUNCTION = "FUNCTION"
 _ROLE_PREFIX = re.compile(r"BEGIN SET ROLE (`(?:[^`]|``)+`); ")
 # Errors that mean "this account may not" on mysql.proc
@@ -298,8 +299,30 @@ def own(conn: Connection, routines: Sequence[Routine]) -> dict[tuple[str, str], 
 
 
 def drop(conn: Connection, routines: Iterable[Routine]) -> None:
+    """Drop each routine: directly when this account may (an admin; the owner's own
+    routine not sealed yet), else through the keeper (``jobtui_retire``: the owner's
+    sealed routine, only while no runner holds its job). Raises when neither may."""
     for routine in routines:
-        conn.exec_driver_sql(routine.drop_sql())  # validated names: no % to format
+        try:
+            conn.exec_driver_sql(routine.drop_sql())  # validated names: no % to format
+        except DBAPIError as exc:
+            job_id = _job_of(routine.name)
+            if job_id is None or getattr(exc.orig, "args", (None,))[0] != 1370:
+                raise
+            if conn.in_transaction():
+                conn.rollback()
+            conn.exec_driver_sql(
+                f"CALL {quote_identifier(RETIRE)}(%s, %s, %s)", (job_id, routine.type, routine.name)
+            )
+
+
+def _job_of(name: str) -> int | None:
+    """The job id in a job routine's name (``jobtui_w_<id>_…``)."""
+    for prefix in (PROC_PREFIX, FUNC_PREFIX):
+        if name.lower().startswith(prefix):
+            head = name[len(prefix) :].split("_", 1)[0]
+            return int(head) if head.isdigit() else None
+    return None
 
 
 def drop_stale(

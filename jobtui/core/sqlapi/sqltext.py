@@ -394,10 +394,7 @@ def routines_for_job(schema: str) -> str:
   END IF;
   IF v_bad = 1 THEN
     IF v_wmade = 1 THEN
-      SET v_sql = CONCAT('DROP PROCEDURE IF EXISTS {q}.`', v_wname, '`');
-      PREPARE jobtui_sql_ddl FROM v_sql;
-      EXECUTE jobtui_sql_ddl;
-      DEALLOCATE PREPARE jobtui_sql_ddl;
+      {drop_routine(q, "PROCEDURE", "v_wname")}
     END IF;
     SET v_routine_refused = CONCAT('the database refused to create the job''s ', v_made_err,
       ' in your session; the job runs as that routine, with your rights, so you need CREATE ROUTINE on the jobtui database (jobtui grant) and a statement that a stored procedure may hold');
@@ -406,6 +403,30 @@ def routines_for_job(schema: str) -> str:
 
 
 SEAL = "jobtui_seal"  # jobtui.core.sqlapi.keeper
+RETIRE = "jobtui_retire"
+
+
+def drop_routine(q: str, rtype: str, name: str) -> str:
+    """Drop job v_job's routine ``name`` (SQL for it) as ``routines.drop`` does: through
+    the keeper (the caller's own sealed routine, while no runner holds the job), else
+    directly (an admin; a routine not sealed yet); errors are ignored (a routine that
+    matches no job never runs)."""
+    return f"""BEGIN
+        DECLARE v_gone INT DEFAULT 1;
+        BEGIN
+          DECLARE CONTINUE HANDLER FOR SQLEXCEPTION SET v_gone = 0;
+          CALL {q}.`{RETIRE}`(v_job, '{rtype}', {name});
+        END;
+        IF v_gone = 0 THEN
+          BEGIN
+            DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+            SET v_sql = CONCAT('DROP {rtype} IF EXISTS {q}.', {quote_ident_sql(name)});
+            PREPARE jobtui_sql_ddl FROM v_sql;
+            EXECUTE jobtui_sql_ddl;
+            DEALLOCATE PREPARE jobtui_sql_ddl;
+          END;
+        END IF;
+      END;"""
 
 
 def _ensure_routine(q: str, rtype: str, name: str, body: str, made: str, head: str) -> str:
@@ -494,13 +515,7 @@ def drop_stale(schema: str, prefix: str, rtype: str, keep: str) -> str:
     IF v_rname IS NULL THEN LEAVE droploop_{prefix}; END IF;
     SET v_last = v_rname;
     IF {keep} IS NULL OR v_rname <> {keep} THEN
-      BEGIN
-        DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
-        SET v_sql = CONCAT('DROP {rtype} IF EXISTS {q}.', {quote_ident_sql("v_rname")});
-        PREPARE jobtui_sql_ddl FROM v_sql;
-        EXECUTE jobtui_sql_ddl;
-        DEALLOCATE PREPARE jobtui_sql_ddl;
-      END;
+      {drop_routine(q, rtype, "v_rname")}
     END IF;
   END LOOP;
 """
