@@ -301,3 +301,55 @@ def test_an_owner_that_may_alter_every_routine_through_a_role_is_refused(server:
             cur.execute(f"DROP ROLE IF EXISTS `{inner}`")
         conn.close()
         alice.close()
+
+
+def test_a_sealed_routine_is_retired_only_by_its_owner_while_no_runner_holds_the_job(
+    server: Server,
+) -> None:
+    """``jobtui_retire``: bob may not drop alice's routine; while a runner holds the job's
+    named lock (from its claim, before its check, to the end of the run) alice's routine
+    stays, so no runner is ever between its check and its call when it goes."""
+    from jobtui.core import schema
+    from jobtui.core.claims import lock_name
+
+    db = server.database
+    alice = server.store("alice")
+    a_raw, b_raw = server.raw("alice"), server.raw("bob")
+    holder = admin_connection(db)
+    try:
+        job = alice.submit("old", What("sql", "SELECT 1"), make_schedule("once"))
+        proc = routines.for_what(job.id, job.what, None)
+        assert proc is not None
+        retire = "CALL jobtui_retire(%s, %s, %s)"
+        args = (job.id, proc.type, proc.name)
+        with b_raw.cursor() as cur, pytest.raises(pymysql.err.OperationalError) as refused:
+            cur.execute(retire, args)
+        assert "not your routine" in str(refused.value)
+        with holder.cursor() as cur:  # the key only runners and admins may read
+            cur.execute("SELECT `value` FROM jobtui_secret WHERE `key` = %s", (schema.LOCK_KEY,))
+            (key,) = cur.fetchone()
+        name = lock_name(str(key), db, job.id)
+        with holder.cursor() as cur:  # as a runner's claim holds it
+            cur.execute("SELECT GET_LOCK(%s, 0)", (name,))
+            assert cur.fetchone() == (1,)
+        with a_raw.cursor() as cur, pytest.raises(pymysql.err.OperationalError) as held:
+            cur.execute(retire, args)
+        assert "a runner holds the job" in str(held.value)
+        with holder.cursor() as cur:
+            cur.execute(
+                "SELECT COUNT(*) FROM mysql.proc WHERE db = %s AND name = %s", (db, proc.name)
+            )
+            assert cur.fetchone() == (1,)
+            cur.execute("SELECT RELEASE_LOCK(%s)", (name,))
+        with a_raw.cursor() as cur:
+            cur.execute(retire, args)
+        with holder.cursor() as cur:
+            cur.execute(
+                "SELECT COUNT(*) FROM mysql.proc WHERE db = %s AND name = %s", (db, proc.name)
+            )
+            assert cur.fetchone() == (0,)
+    finally:
+        holder.close()
+        a_raw.close()
+        b_raw.close()
+        alice.close()
