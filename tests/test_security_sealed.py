@@ -353,3 +353,34 @@ def test_a_sealed_routine_is_retired_only_by_its_owner_while_no_runner_holds_the
         a_raw.close()
         b_raw.close()
         alice.close()
+
+
+def test_an_owners_code_cannot_call_another_owners_routine(server: Server) -> None:
+    """Owner code runs only in its owner's DEFINER context (an INVOKER body never runs
+    as the runner: refused above), and an owner holds EXECUTE on its own routines only:
+    alice's job that calls bob's wrapper with an argument of her choosing is refused
+    (1370), and bob's procedure never sees the argument."""
+    _probe(server)
+    db = server.database
+    alice, bob = server.store("alice"), server.store("bob")
+    try:
+        bobs = bob.submit("bobs", What("call", f"{db}.probe", ("bob",)), make_schedule("once"))
+        bob.disable("bobs")
+        target = routines.for_what(bobs.id, bobs.what, None)
+        assert target is not None
+        alice.submit(
+            "borrow",
+            What("sql", f"CALL `{db}`.`{target.name}`('chosen-by-alice')"),
+            make_schedule("once"),
+        )
+        with _runner(server, threads=1):
+            assert wait_for(
+                lambda: [r for r in alice.runs("borrow") if r.outcome is not Outcome.RUNNING], 20
+            )
+        run = alice.runs("borrow")[0]
+        assert run.outcome is Outcome.FAILED
+        assert "1370" in (run.error or "") or "execute command denied" in (run.error or "")
+        assert _log(server) == []
+    finally:
+        alice.close()
+        bob.close()
