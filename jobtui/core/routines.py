@@ -219,7 +219,7 @@ def install(conn: Connection, routines: Iterable[Routine]) -> list[Routine]:
             try:
                 if mine.get(key) is not True:
                     if key in mine:  # the owner's, but not what it should be: made again
-                        cur.execute(routine.drop_sql())
+                        drop(conn, [routine])  # sealed: through the keeper
                     cur.execute(routine.create_sql())  # no parameters: % and ? stay as they are
                     created.append(routine)
             except Exception as exc:

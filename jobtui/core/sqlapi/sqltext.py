@@ -449,9 +449,7 @@ def _ensure_routine(q: str, rtype: str, name: str, body: str, made: str, head: s
         END;
         SET v_bad = 0;
         IF v_n > 0 THEN
-          SET v_sql = CONCAT('DROP {rtype} IF EXISTS {q}.`', {name}, '`');
-          PREPARE jobtui_sql_ddl FROM v_sql;
-          EXECUTE jobtui_sql_ddl;
+          {drop_routine(q, rtype, name)}
         END IF;
         SET v_sql = CONCAT('CREATE {rtype} {q}.`', {name}, {head}, {body});
         PREPARE jobtui_sql_ddl FROM v_sql;
