@@ -405,8 +405,6 @@ def verify(
     # not grow with how many routines others made under a job's prefix (issue 23, 3b).
     names = {j.id: _expected(j, kind, None) for j in jobs}
     marks = ", ".join(["%s"] * len(jobs))
-    owned = [(j, *_account(j.owner)) for j in jobs]
-    alters = " OR ".join(["(Host = %s AND User = %s AND Routine_name = %s)"] * len(owned))
     raw = conn.connection.dbapi_connection
     assert raw is not None
     cur = raw.cursor()
@@ -417,22 +415,14 @@ def verify(
             (schema_name, kind, *(names[j.id].name for j in jobs)),  # type: ignore[union-attr]
         )
         rows = cur.fetchall()
-        # who may still alter its routine: the automatic ALTER ROUTINE not sealed away
-        cur.execute(
-            "SELECT Routine_name, User, Host FROM mysql.procs_priv WHERE Db = %s AND "
-            f"Routine_type = %s AND FIND_IN_SET('Alter Routine', Proc_priv) AND ({alters})",
-            (
-                schema_name,
-                kind,
-                *(v for j, u, h in owned for v in (h, u, names[j.id].name)),  # type: ignore[union-attr]
-            ),
-        )
-        unsealed = {(str(n).lower(), f"{u}@{h}") for n, u, h in cur.fetchall()}
-        wide = {
-            owner: where
-            for owner in sorted({j.owner for j in jobs})
-            if (where := _alters_everything(cur, schema_name, owner)) is not None
-        }
+        unsealed: set[tuple[str, str]] = set()
+        wide: dict[str, str] = {}
+        for owner in sorted({j.owner for j in jobs}):  # one owner per batch (Rule 6)
+            mine = [names[j.id].name for j in jobs if j.owner == owner]  # type: ignore[union-attr]
+            where, names_left = _alterable(cur, schema_name, kind, owner, mine)
+            unsealed |= {(n.lower(), owner) for n in names_left}
+            if where is not None:
+                wide[owner] = where
     except conn.dialect.loaded_dbapi.Error as exc:
         code = getattr(exc, "args", (None,))[0]
         if code not in _DENIED:
@@ -482,25 +472,36 @@ _ALTERS_EVERYTHING = (
 )
 
 
-def _alters_everything(cur: Any, schema_name: str, owner: str) -> str | None:
-    """Where ``owner`` holds ALTER ROUTINE beyond its own routines (the keeper cannot seal
-    those away): "on the database" or "on every database"; None when it does not, or
-    when the owner is the runner's own account (nothing to borrow)."""
-    user, host = _account(owner)
-    cur.execute(_ALTERS_EVERYTHING, (user, host, owner, schema_name))
-    same, everywhere, here = cur.fetchone()
-    if same:
-        return None
-    if everywhere:
-        return "on every database"
-    if here:
-        return f"on the database {schema_name}"
-    return None
-
-
 def _account(owner: str) -> tuple[str, str]:
     user, sep, host = owner.rpartition("@")
     return (user, host) if sep else (owner, "%")
+
+
+def _alterable(
+    cur: Any, schema_name: str, kind: str, owner: str, names: list[str]
+) -> tuple[str | None, list[str]]:
+    """In one query: where ``owner`` holds ALTER ROUTINE beyond its own routines (the
+    keeper cannot seal those away: "on the database …" or "on every database"; None when
+    it does not, or when the owner is the runner's own account: nothing to borrow), and
+    which of its routines ``names`` it may still alter (not sealed)."""
+    user, host = _account(owner)
+    marks = ", ".join(["%s"] * len(names))
+    cur.execute(
+        _ALTERS_EVERYTHING
+        + ", (SELECT GROUP_CONCAT(Routine_name SEPARATOR '/') FROM mysql.procs_priv "
+        "WHERE Host = %s AND Db = %s AND User = %s AND Routine_type = %s "
+        f"AND Routine_name IN ({marks}) AND FIND_IN_SET('Alter Routine', Proc_priv))",
+        (user, host, owner, schema_name, host, schema_name, user, kind, *names),
+    )
+    same, everywhere, here, left = cur.fetchone()
+    unsealed = [] if left is None else str(left).split("/")
+    if same:
+        return None, unsealed
+    if everywhere:
+        return "on every database", unsealed
+    if here:
+        return f"on the database {schema_name}", unsealed
+    return None, unsealed
 
 
 def _text(value: Any) -> str:
