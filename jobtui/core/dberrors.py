@@ -26,6 +26,7 @@ T = TypeVar("T")
 # MySQL error codes for "this account may not" (create views, read a table ...).
 PERMISSION_ERRORS = {1044, 1142, 1143, 1227, 1370}
 NO_SUCH_TABLE = 1146
+LOCK_WAIT_TIMEOUT = 1205  # innodb_lock_wait_timeout exceeded
 
 # MySQL client error codes that mean "the server is not there (any more)".
 CONNECTION_ERRORS = {

@@ -283,7 +283,33 @@ def account_host_sql(expr: str) -> str:
     return f"SUBSTRING_INDEX({expr}, '@', -1)"
 
 
-def owner_matches_invoker_sql(owner: str) -> str:
+# The owner's user part, stored (a generated column) and indexed on MySQL/MariaDB, on the
+# job table and the run log: every owner test of the operators' views and of the SQL
+# interface compares it to the user part of USER() through this index (``FORCE INDEX``),
+# so a locking read (``FOR UPDATE``, ``LOCK IN SHARE MODE``) through them reaches only
+# rows of the invoker's user name, never another owner's (docs/privileges.md, "Locks").
+OWNER_USER = "owner_user"
+OWNER_INDEX = {"jobtui_job": "ix_jobtui_job_owner", "jobtui_run": "ix_jobtui_run_owner"}
+# the index's columns after OWNER_USER: a job by id, a job's runs, in one range each
+OWNER_INDEX_REST = {"jobtui_job": "`id`", "jobtui_run": "`job_id`, `id`"}
+
+
+def owner_user_ddl(table: str) -> str:
+    """``ALTER TABLE`` adding the stored user part of ``owner`` and its index (MySQL)."""
+    expr = account_user_sql("`owner`")
+    return (
+        f"ALTER TABLE `{table}` ADD COLUMN `{OWNER_USER}` VARBINARY(760) "
+        f"AS (CAST({expr} AS BINARY)) STORED, "
+        f"ADD INDEX `{OWNER_INDEX[table]}` (`{OWNER_USER}`, {OWNER_INDEX_REST[table]})"
+    )
+
+
+def owner_indexed_from(table: str) -> str:
+    """``FROM`` text of ``table`` that reads it only through its owner index."""
+    return f"`{table}` FORCE INDEX (`{OWNER_INDEX[table]}`)"
+
+
+def owner_matches_invoker_sql(owner: str, owner_user: str | None = None) -> str:
     """SQL true when ``owner`` (``user@host-pattern``) may be the invoking session's account.
 
     Inside a SQL SECURITY DEFINER view CURRENT_USER() is the definer; USER() is
@@ -299,16 +325,16 @@ def owner_matches_invoker_sql(owner: str) -> str:
       anywhere else.
     """
     ouser, uuser = account_user_sql(owner), account_user_sql("USER()")
+    user_test = f"CAST({ouser} AS BINARY) = CAST({uuser} AS BINARY)"
+    if owner_user is not None:  # the stored, indexed user part: the same bytes
+        user_test = f"{owner_user} = CAST({uuser} AS BINARY)"
     ohost, uhost = account_host_sql(owner), account_host_sql("USER()")
     netmask = (
         f"(LOCATE('/', {ohost}) > 0 AND INET_ATON({uhost}) & "
         f"INET_ATON(SUBSTRING_INDEX({ohost}, '/', -1)) = "
         f"INET_ATON(SUBSTRING_INDEX({ohost}, '/', 1)))"
     )
-    return (
-        f"CAST({ouser} AS BINARY) = CAST({uuser} AS BINARY) "
-        f"AND (LOWER({uhost}) LIKE LOWER({ohost}) OR {netmask})"
-    )
+    return f"{user_test} AND (LOWER({uhost}) LIKE LOWER({ohost}) OR {netmask})"
 
 
 def view_select(base: Table) -> str:
@@ -320,7 +346,8 @@ def view_select(base: Table) -> str:
     write no other owner (docs/privileges.md).
     """
     cols = ", ".join(f"`{c.name}`" for c in base.columns)
-    return f"SELECT {cols} FROM `{base.name}` WHERE {owner_matches_invoker_sql('`owner`')}"
+    mine = owner_matches_invoker_sql("`owner`", f"`{OWNER_USER}`")
+    return f"SELECT {cols} FROM {owner_indexed_from(base.name)} WHERE {mine}"
 
 
 def view_ddl(name: str, base: Table, *, definer_role: bool = False) -> str:
@@ -373,6 +400,33 @@ def ensure_lock_key(engine: Engine) -> bool:
                     .values(key=LOCK_KEY, value=secrets.token_hex(32))
                 )
             conn.commit()
+        except DBAPIError as exc:
+            if error_code(exc) in PERMISSION_ERRORS:
+                conn.rollback()
+                return False
+            raise
+    return True
+
+
+def ensure_owner_index(engine: Engine) -> bool:
+    """Add the stored, indexed user part of the owner to the job table and the run log
+    when missing (MySQL/MariaDB); False if this account may not (a runner)."""
+    with engine.connect() as conn:
+        have = {
+            str(t)
+            for (t,) in conn.execute(
+                text(
+                    "SELECT TABLE_NAME FROM information_schema.COLUMNS "
+                    "WHERE TABLE_SCHEMA = DATABASE() AND COLUMN_NAME = :c"
+                ),
+                {"c": OWNER_USER},
+            )
+        }
+        conn.rollback()
+        try:
+            for table in OWNER_INDEX:
+                if table not in have:
+                    conn.execute(text(owner_user_ddl(table)))
         except DBAPIError as exc:
             if error_code(exc) in PERMISSION_ERRORS:
                 conn.rollback()

@@ -249,6 +249,7 @@ class MySQLBackend(Backend):
 
     def after_schema(self) -> None:
         schema.ensure_lock_key(self.engine)
+        schema.ensure_owner_index(self.engine)
         schema.ensure_views(self.engine)
         sqlapi.ensure_sql_api(self.engine)
 
@@ -320,6 +321,7 @@ class MySQLBackend(Backend):
         lease_until: datetime,
         locked: list[str],
         problems: dict[int, str],
+        busy: dict[int, Any] | None = None,
     ) -> list[Any]:
         """A batch in five statements (GET_LOCKs, ``SELECT ... FOR UPDATE``, one
         ``UPDATE ... CASE``, one multi-row ``INSERT``, ``COMMIT``) whatever its size:
@@ -331,7 +333,13 @@ class MySQLBackend(Backend):
             got = sql.get_locks(cur, [n for _, n in wanted])
             names = {jid: n for (jid, n), ok in zip(wanted, got, strict=True) if ok}
             locked.extend(names.values())
-            rows = sql.lock_rows(cur, sql.CLAIM_COLUMNS_READ, list(names))
+            # SKIP LOCKED: a row another transaction holds (its owner's open locking read
+            # through the operators' views, a steering in progress) is never waited for.
+            rows = sql.lock_rows(cur, sql.CLAIM_COLUMNS_READ, list(names), skip_locked=True)
+            if len(rows) < len(names) and busy is not None:
+                seen = {int(row.id) for row in rows}
+                for found in sql.existing(cur, [jid for jid in names if jid not in seen]):
+                    busy[int(found[0])] = found
             jobs = sql.jobs(sql.CLAIM_COLUMNS, rows)
             runs: list[Any] = []
             values: dict[int, dict[str, Any]] = {}
@@ -353,12 +361,18 @@ class MySQLBackend(Backend):
                 matched = sql.update_jobs(cur, values, only_idle=True)
                 if matched != len(runs):
                     raise RuntimeError(f"claim matched {matched} of {len(runs)} locked rows")
-                sql.insert_runs(cur, run_rows)
+                sql.insert_runs(cur, run_rows, bounded=True)
             unused = [n for jid, n in names.items() if jid not in values]
             sql.release_locks(cur, unused)
         for n in unused:
             locked.remove(n)
         return runs
+
+    def note_run(self, engine: Engine, values: dict[str, Any]) -> None:
+        """Bounded (``CLAIM_LOCK_WAIT``): the row falls in its owner's run-log range,
+        which the owner may hold locked."""
+        with engine.connect() as conn, sql.raw_transaction(conn, "note") as cur:
+            sql.insert_runs(cur, [values], bounded=True)
 
     def record_batch(
         self,
