@@ -115,7 +115,7 @@ class Claimer:
         self.hold = hold
         self.problems_told: dict[int, str] = {}  # job id -> the problem last logged for it
         self.busy_since: dict[int, datetime] = {}  # job id -> first claim that found it locked
-        self.busy_told: set[int] = set()  # jobs reported busy in their current stretch
+        self.busy_told: dict[int, bool] = {}  # reported busy: run-log row written yet?
 
     # ------------------------------------------------------------------ claiming
 
@@ -180,61 +180,73 @@ class Claimer:
         looked_at: list[int] | None = None,
     ) -> None:
         """Jobs a claim skipped because ``what`` (their row, their run log) was locked by
-        another transaction: a warning and a run-log row (outcome ``skipped``, the claim's
-        time as its slot) once one has been so for BUSY_REPORT_AFTER; a job of
-        ``looked_at`` that is not busy any more ends its stretch (logged when reported)."""
+        another transaction. Once one has been so for BUSY_REPORT_AFTER: a warning, and a
+        run-log row (outcome ``skipped``, the claim's time as its slot), written as soon
+        as its owner's run log lets it (at the latest when the stretch ends). A job of
+        ``looked_at`` that is not busy any more ends its stretch."""
+        told = self.busy_told  # job id -> whether its run-log row is written
+        pending: list[tuple[int, str, bool]] = []  # (job id, message, stretch still on)
         for jid in looked_at or ():
-            ended = jid not in busy and self.busy_since.pop(jid, None) is not None
-            if ended and jid in self.busy_told:
-                self.busy_told.discard(jid)
+            if jid in busy or (since := self.busy_since.pop(jid, None)) is None:
+                continue
+            state = told.pop(jid, None)
+            if state is False:
+                pending.append((jid, self._busy_text(since, now, what, ended=True), False))
+            elif state is True:
                 log.info("job id %s: no longer locked by another transaction", jid)
         if len(self.busy_since) > 10_000:
             self.busy_since.clear()
-            self.busy_told.clear()
-        due = []
+            told.clear()
         for jid in busy:
             since = self.busy_since.setdefault(jid, now)
-            if jid not in self.busy_told and now - since >= BUSY_REPORT_AFTER:
-                self.busy_told.add(jid)
-                due.append((jid, since))
-        if not due:
-            return
+            if jid not in told and now - since >= BUSY_REPORT_AFTER:
+                told[jid] = False
+                log.warning("job id %s %s", jid, self._busy_text(since, now, what))
+            if told.get(jid) is False:
+                pending.append((jid, self._busy_text(since, now, what), True))
+        if pending:
+            self._write_busy(session, pending, now)
+
+    @staticmethod
+    def _busy_text(since: datetime, now: datetime, what: str, *, ended: bool = False) -> str:
+        when = f"from {iso(since)} to {iso(now)}" if ended else f"since {iso(since)}"
+        return (
+            f"not claimed {when}: {what} is locked and {BUSY_WHY}; the claim skips it "
+            "(never waits), so the job runs late, once the lock is released"
+        )
+
+    def _write_busy(
+        self, session: Session, pending: list[tuple[int, str, bool]], now: datetime
+    ) -> None:
         j = schema.job
         try:
             with write_transaction(self.backend, session.engine) as c:
-                found = {
-                    int(r.id): r
-                    for r in c.execute(
-                        select(j.c.id, j.c.owner, j.c.name).where(j.c.id.in_([d[0] for d in due]))
-                    )
-                }
-            for jid, since in due:
+                query = select(j.c.id, j.c.owner, j.c.name).where(
+                    j.c.id.in_([p[0] for p in pending])
+                )
+                found = {int(r.id): r for r in c.execute(query)}
+            for jid, message, still in pending:
                 row = found.get(jid)
-                message = (
-                    f"not claimed since {iso(since)}: {what} is locked and {BUSY_WHY}; "
-                    "the claim skips it (never waits), so the job runs late, once the lock "
-                    "is released"
-                )
-                log.warning("job %s (id %s) %s", row.name if row else "?", jid, message)
-                if row is None:
-                    continue
-                self.backend.note_run(
-                    session.engine,
-                    {
-                        "job_id": jid,
-                        "job_name": row.name,
-                        "owner": row.owner,
-                        "scheduled_for": to_db(now),
-                        "started": None,
-                        "outcome": Outcome.SKIPPED.value,
-                        "error": message,
-                        "runner": self.runner_id,
-                        "skipped": 0,
-                        "manual": False,
-                    },
-                )
-        except Exception as exc:  # the warning stands; the run-log row is best effort
-            log.warning("could not write the run log of busy jobs: %s", describe(exc))
+                if row is not None:
+                    self.backend.note_run(
+                        session.engine,
+                        {
+                            "job_id": jid,
+                            "job_name": row.name,
+                            "owner": row.owner,
+                            "scheduled_for": to_db(now),
+                            "started": None,
+                            "outcome": Outcome.SKIPPED.value,
+                            "error": message,
+                            "runner": self.runner_id,
+                            "skipped": 0,
+                            "manual": False,
+                        },
+                    )
+                if still:
+                    self.busy_told[jid] = True
+        except Exception as exc:  # the warning stands; the row is written later
+            log.debug("run-log row of a busy job not written yet: %s", describe(exc))
 
     def _plan(
         self,

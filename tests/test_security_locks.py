@@ -1,0 +1,174 @@
+"""No owner's lock delays another owner's job (issue #23, item 2), on real MariaDB accounts.
+
+An operator may take locking reads (``SELECT ... FOR UPDATE``, ``LOCK IN SHARE MODE``)
+through every view and SQL-interface object it can read. The owner test of each uses the
+stored, indexed user part of the owner (``FORCE INDEX``), so the locks reach only the
+operator's own rows; the runner's claims skip a row another transaction holds (``SKIP
+LOCKED``) and report the job so skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+
+import pymysql
+import pytest
+from accounts import Server
+from procs import wait_for
+from test_runner import start_pool
+from test_security_runner import every, grant_execute, root_sql, runs_of
+
+from jobtui.core import schema
+from jobtui.core.model import Outcome, What
+from jobtui.core.runner import RunnerPool
+from jobtui.core.store import open_store
+
+HOLD = 20.0  # seconds the operator holds its locks (the issue's proof)
+
+# Every object an operator may read that holds jobs or runs, with the locking reads it
+# may take through each (FOR UPDATE on a view that cannot be updated is refused: skipped).
+LOCKING_READS = [
+    f"SELECT * FROM {schema.USER_JOB_VIEW} FOR UPDATE",
+    f"SELECT * FROM {schema.USER_JOB_VIEW} LOCK IN SHARE MODE",
+    f"SELECT * FROM {schema.USER_JOB_VIEW} ORDER BY name DESC FOR UPDATE",
+    f"SELECT * FROM {schema.USER_RUN_VIEW} FOR UPDATE",
+    f"SELECT * FROM {schema.USER_RUN_VIEW} LOCK IN SHARE MODE",
+    "SELECT * FROM user_jobs LOCK IN SHARE MODE",
+    "SELECT * FROM user_jobs FOR UPDATE",
+    "SELECT * FROM user_jobs_running LOCK IN SHARE MODE",
+    "SELECT * FROM user_jobs_running FOR UPDATE",
+    f"SELECT * FROM {schema.USER_JOB_VIEW} WHERE id IN (SELECT id FROM {schema.USER_JOB_VIEW}) "
+    "FOR UPDATE",
+]
+
+
+@pytest.fixture
+def pools() -> Iterator[list[RunnerPool]]:
+    started: list[RunnerPool] = []
+    yield started
+    for pool in started:
+        pool.stop(grace=0)
+
+
+def _hold_locks(server: Server, stop: threading.Event, taken: list[str]) -> None:
+    """alice's plain client: every locking read in one open transaction until ``stop``."""
+    conn = server.raw("alice")
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            cur.execute("START TRANSACTION")
+            for statement in LOCKING_READS:
+                try:
+                    cur.execute(statement)
+                    cur.fetchall()
+                    taken.append(statement)
+                except pymysql.MySQLError as exc:
+                    taken.append(f"refused {exc.args[0]}: {statement}")
+            stop.wait(HOLD + 10)
+            cur.execute("ROLLBACK")
+    finally:
+        conn.close()
+
+
+@pytest.mark.mariadb
+def test_an_operators_locks_never_delay_another_owners_job(
+    server: Server, pools: list[RunnerPool], caplog: pytest.LogCaptureFixture
+) -> None:
+    db = server.database
+    root_sql(server, "CREATE PROCEDURE noop() BEGIN END")
+    grant_execute(server, "noop", "alice", "bob")
+    alice, bob, root = server.store("alice"), server.store("bob"), open_store(server.url)
+    stop = threading.Event()
+    taken: list[str] = []
+    holder = threading.Thread(target=_hold_locks, args=(server, stop, taken), daemon=True)
+    try:
+        bob.submit("tick", What("call", f"{db}.noop"), every(1))
+        alice.submit("atick", What("call", f"{db}.noop"), every(1))
+        # alice's own running job holds locks too: a locking read through her view, then
+        # 15 s of sleep, in her own run (on the runner's connection)
+        alice.submit(
+            "holder",
+            What(
+                "sql",
+                f"SELECT COUNT(*) + SLEEP(15) FROM {db}.{schema.USER_JOB_VIEW} FOR UPDATE",
+            ),
+            every(3600),
+        )
+        caplog.set_level(logging.WARNING, logger="jobtui.runner")
+        pool = start_pool(pools, root, threads=4)
+        assert wait_for(lambda: alice.get("holder").running, 10)
+        assert wait_for(lambda: len(runs_of(bob, "tick")) >= 2, 10)
+        holder.start()
+        assert wait_for(lambda: len(taken) == len(LOCKING_READS), 10), taken
+        refused = [t for t in taken if t.startswith("refused")]
+        assert len(refused) <= 3, taken  # FOR UPDATE of a view that cannot be updated
+        t0 = time.monotonic()
+        time.sleep(HOLD)
+        # bob's pause returns at once, and his every-second job ran each slot on time
+        started = time.monotonic()
+        bob.pause("tick")
+        paused_in = time.monotonic() - started
+        assert paused_in < 1.0, paused_in
+        bob.resume("tick")
+        stop.set()
+        holder.join(15)
+        runs = runs_of(bob, "tick")
+        assert not [r for r in runs if r.outcome is Outcome.SKIPPED], runs
+        ok = [r for r in runs if r.outcome is Outcome.OK]
+        assert len(ok) >= HOLD - 2, [(r.scheduled_for, r.started) for r in ok]
+        for r in ok:
+            assert (r.started - r.scheduled_for).total_seconds() < 0.8, r
+        assert time.monotonic() - t0 >= HOLD
+        # alice's own every-second job was skipped while she held its row, and reported:
+        # a warning and a run-log row saying why (written once her run log is free)
+        assert "is locked" in caplog.text
+        assert wait_for(
+            lambda: [
+                r
+                for r in runs_of(alice, "atick")
+                if r.outcome is Outcome.SKIPPED and "is locked" in (r.error or "")
+            ],
+            10,
+        ), runs_of(alice, "atick")
+        # and runs again once the locks are gone
+        last = max(r.scheduled_for for r in runs_of(alice, "atick"))
+        assert wait_for(
+            lambda: [
+                r
+                for r in runs_of(alice, "atick")
+                if r.outcome is Outcome.OK and r.scheduled_for > last
+            ],
+            10,
+        )
+        assert pool.runs_done > 0
+    finally:
+        stop.set()
+        for p in pools:
+            p.stop(grace=0)
+        for s in (alice, bob, root):
+            s.close()
+
+
+@pytest.mark.mariadb
+def test_a_locking_read_through_the_views_uses_the_owner_index(server: Server) -> None:
+    """EXPLAIN of each locking read: the job table and the run log are read through their
+    owner index only (a range of the invoker's user name), never scanned. (As root: an
+    operator may not EXPLAIN a view; the plan does not depend on who asks.)"""
+    conn = pymysql.connect(host="127.0.0.1", user="root", database=server.database)
+    try:
+        with conn.cursor() as cur:
+            for statement in LOCKING_READS:
+                try:
+                    cur.execute(f"EXPLAIN {statement}")
+                except pymysql.MySQLError:
+                    continue
+                for row in cur.fetchall():
+                    table, access, key = row[2], row[3], row[5]
+                    if table in ("jobtui_job", "jobtui_run"):
+                        assert access == "ref", (statement, row)
+                        assert key == schema.OWNER_INDEX[table], (statement, row)
+    finally:
+        conn.close()
