@@ -172,3 +172,74 @@ def test_a_locking_read_through_the_views_uses_the_owner_index(server: Server) -
                         assert key == schema.OWNER_INDEX[table], (statement, row)
     finally:
         conn.close()
+
+
+@pytest.mark.mariadb
+def test_operators_write_no_bookkeeping_through_their_view(server: Server) -> None:
+    """Reproduction 3c: ``last_duration = 0.001`` written through the view made alice's long
+    jobs pass for short ones. Every bookkeeping column is refused to an operator (1143), in
+    an UPDATE and in an INSERT, and the row is unchanged; the definition and steering
+    columns stay writable, and jobtui's own submit, steering and SQL submit still work."""
+    alice = server.store("alice")
+    try:
+        job = alice.submit("mine", What("sql", "SELECT 1"), every(3600))
+        alice.pause("mine")
+        alice.resume("mine")
+    finally:
+        alice.close()
+    root = pymysql.connect(host="127.0.0.1", user="root", database=server.database)
+    conn = server.raw("alice")
+    samples = {
+        "running": 1,
+        "cycles": 99,
+        "total_time": 0.0,
+        "last_run": "2030-01-01",
+        "this_run": "2030-01-01",
+        "last_outcome": "ok",
+        "last_error": "x",
+        "last_duration": 0.001,
+        "last_cycle_start": "2030-01-01",
+        "last_cycle_finish": "2030-01-01",
+        "runner_id": "r",
+        "runner_connection_id": 1,
+        "runner_start": "2030-01-01",
+        "runner_finish": "2030-01-01",
+        "locked_by": "r",
+        "locked_until": "2030-01-01",
+    }
+    assert set(samples) == set(schema.BOOKKEEPING_COLUMNS)
+    try:
+        with root.cursor() as rc:
+            rc.execute("SELECT * FROM jobtui_job WHERE id = %s", (job.id,))
+            before = rc.fetchone()
+        with conn.cursor() as cur:
+            for column, value in samples.items():
+                with pytest.raises(pymysql.MySQLError) as refused:
+                    cur.execute(
+                        f"UPDATE {schema.USER_JOB_VIEW} SET {column} = %s WHERE id = %s",
+                        (value, job.id),
+                    )
+                assert refused.value.args[0] == 1143, (column, refused.value.args)
+                with pytest.raises(pymysql.MySQLError) as refused:
+                    cur.execute(
+                        f"INSERT INTO {schema.USER_JOB_VIEW} (name, {column}) VALUES ('x', %s)",
+                        (value,),
+                    )
+                assert refused.value.args[0] == 1143, (column, refused.value.args)
+            cur.execute(
+                f"UPDATE {schema.USER_JOB_VIEW} SET description = 'ok', run_now = 0 WHERE id = %s",
+                (job.id,),
+            )
+            assert cur.rowcount == 1
+            cur.execute(f"CALL `{server.database}`.submit(@j, 'SELECT 2', NULL, NULL)")
+            cur.execute("SELECT @j")
+            assert cur.fetchone()[0] is not None
+        with root.cursor() as rc:
+            rc.execute("SELECT * FROM jobtui_job WHERE id = %s", (job.id,))
+            after = rc.fetchone()
+            names = [d[0] for d in rc.description]
+        changed = {n for n, a, b in zip(names, before, after, strict=True) if a != b}
+        assert changed <= {"description", "updated"}, changed
+    finally:
+        conn.close()
+        root.close()

@@ -283,6 +283,47 @@ def account_host_sql(expr: str) -> str:
     return f"SUBSTRING_INDEX({expr}, '@', -1)"
 
 
+# The runner's bookkeeping of a job: what its runs did. Operators read these columns
+# through their view and never write them (MySQL/MariaDB: their role has INSERT and UPDATE
+# on the view's other columns only, docs/privileges.md): a forged ``last_duration`` made
+# an owner's long jobs pass for short ones and take more threads than its share.
+# ``failures`` is not one of them: resetting it is the owner's DBMS_JOB.BROKEN(FALSE).
+BOOKKEEPING_COLUMNS = (
+    "running",
+    "cycles",
+    "total_time",
+    "last_run",
+    "this_run",
+    "last_outcome",
+    "last_error",
+    "last_duration",
+    "last_cycle_start",
+    "last_cycle_finish",
+    "runner_id",
+    "runner_connection_id",
+    "runner_start",
+    "runner_finish",
+    "locked_by",
+    "locked_until",
+)
+# Their values in a new row, as the server's defaults (a new row through the view names
+# none of them).
+BOOKKEEPING_DEFAULTS = {"running": "0", "cycles": "0", "total_time": "0"}
+
+
+def new_row_values(values: dict[str, Any], *, through_view: bool) -> dict[str, Any]:
+    """A new job row's values as inserted: through the operators' view without the
+    bookkeeping (the server's defaults fill it in; the view takes no other)."""
+    if not through_view:
+        return values
+    return {k: v for k, v in values.items() if k not in BOOKKEEPING_COLUMNS}
+
+
+def operator_columns() -> list[str]:
+    """The job columns an operator may write through its view (INSERT and UPDATE)."""
+    return [c.name for c in job.columns if c.name not in BOOKKEEPING_COLUMNS and c.name != "id"]
+
+
 # The owner's user part, stored (a generated column) and indexed on MySQL/MariaDB, on the
 # job table and the run log: every owner test of the operators' views and of the SQL
 # interface compares it to the user part of USER() through this index (``FORCE INDEX``),
@@ -409,8 +450,9 @@ def ensure_lock_key(engine: Engine) -> bool:
 
 
 def ensure_owner_index(engine: Engine) -> bool:
-    """Add the stored, indexed user part of the owner to the job table and the run log
-    when missing (MySQL/MariaDB); False if this account may not (a runner)."""
+    """Add the stored, indexed user part of the owner to the job table and the run log,
+    and the server defaults of the bookkeeping a new row through the view leaves out, when
+    missing (MySQL/MariaDB); False if this account may not (a runner)."""
     with engine.connect() as conn:
         have = {
             str(t)
@@ -423,10 +465,27 @@ def ensure_owner_index(engine: Engine) -> bool:
             )
         }
         conn.rollback()
+        defaults = {
+            str(name): value
+            for name, value in conn.execute(
+                text(
+                    "SELECT COLUMN_NAME, COLUMN_DEFAULT FROM information_schema.COLUMNS "
+                    "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :t"
+                ),
+                {"t": job.name},
+            )
+        }
+        conn.rollback()
+        missing = [c for c in BOOKKEEPING_DEFAULTS if defaults.get(c) in (None, "NULL")]
         try:
             for table in OWNER_INDEX:
                 if table not in have:
                     conn.execute(text(owner_user_ddl(table)))
+            if missing:  # the bookkeeping of a row inserted through the view
+                sets = ", ".join(
+                    f"ALTER COLUMN `{c}` SET DEFAULT {BOOKKEEPING_DEFAULTS[c]}" for c in missing
+                )
+                conn.execute(text(f"ALTER TABLE `{job.name}` {sets}"))
         except DBAPIError as exc:
             if error_code(exc) in PERMISSION_ERRORS:
                 conn.rollback()

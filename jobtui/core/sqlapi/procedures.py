@@ -260,11 +260,11 @@ def _define(schema: str, mode: str) -> str:
   INSERT INTO {view} (`owner`, `name`, `description`, `what_kind`, `what_target`, `what_args`,
       `schedule_kind`, `schedule_interval`, `schedule_cron`, `schedule_tz`, `schedule_expr`,
       `schedule_start`, `schedule_finish`, `schedule_anchor`, `status`, `intent`, `phase`,
-      `running`, `broken`, `failures`, `max_failures`, `cycles`, `run_now`, `abort_requested`,
-      `remove_requested`, `total_time`, `next_run`, `created`, `updated`)
+      `broken`, `failures`, `max_failures`, `run_now`, `abort_requested`,
+      `remove_requested`, `next_run`, `created`, `updated`)
     VALUES (CURRENT_USER(), v_name, '', v_kind, v_target, v_args, v_skind, v_every, v_cron,
       v_tz, v_expr, v_start, v_finish, v_anchor, {phase_status}, 'ENABLED', v_phase,
-      0, 0, 0, 16, 0, 0, 0, 0, 0, NULL, v_now, v_now);
+      0, 0, 16, 0, 0, 0, NULL, v_now, v_now);
   SET v_job = LAST_INSERT_ID();
 {rename}
   COMMIT;
