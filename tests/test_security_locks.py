@@ -243,3 +243,96 @@ def test_operators_write_no_bookkeeping_through_their_view(server: Server) -> No
     finally:
         conn.close()
         root.close()
+
+
+@pytest.mark.mariadb
+def test_an_owner_that_kills_the_connection_running_its_job_fails_only_its_run(
+    server: Server, pools: list[RunnerPool]
+) -> None:
+    """Issue #23 item 4, kept: alice may KILL the runner's connection while it runs her
+    routine (the process list shows her as its user). Her run fails, the worker goes on:
+    bob's every-second job keeps running and alice's job runs again."""
+    db = server.database
+    root_sql(
+        server,
+        "CREATE PROCEDURE nap() SQL SECURITY INVOKER BEGIN DO SLEEP(30); END",
+        "CREATE PROCEDURE noop() BEGIN END",
+    )
+    grant_execute(server, "nap", "alice")
+    grant_execute(server, "noop", "bob")
+    alice, bob, root = server.store("alice"), server.store("bob"), open_store(server.url)
+    conn = server.raw("alice")
+    try:
+        alice.submit("nap", What("call", f"{db}.nap"), every(5))
+        bob.submit("tick", What("call", f"{db}.noop"), every(1))
+        pool = start_pool(pools, root, threads=4)
+        with conn.cursor() as cur:
+
+            def sid() -> int | None:
+                cur.execute("SELECT sid FROM user_jobs_running WHERE name = 'nap'")
+                row = cur.fetchone()
+                return None if row is None or row[0] is None else int(row[0])
+
+            victim = wait_for(sid, 15)
+            assert victim
+
+            def kill() -> bool:  # the thread is alice's only while it runs her routine
+                try:
+                    cur.execute(f"KILL {int(victim)}")
+                    return True
+                except pymysql.MySQLError as exc:
+                    assert exc.args[0] == 1095, exc.args  # not yet inside the routine
+                    return False
+
+            assert wait_for(kill, 10, interval=0.1)
+        assert wait_for(
+            lambda: [r for r in runs_of(alice, "nap") if r.outcome is Outcome.FAILED], 15
+        ), runs_of(alice, "nap")
+        failed = next(r for r in runs_of(alice, "nap") if r.outcome is Outcome.FAILED)
+        assert failed.error
+        # the worker goes on: bob's job keeps running, alice's runs again
+        ticks = len([r for r in runs_of(bob, "tick") if r.outcome is Outcome.OK])
+        assert wait_for(
+            lambda: len([r for r in runs_of(bob, "tick") if r.outcome is Outcome.OK]) >= ticks + 3,
+            10,
+        )
+        assert wait_for(lambda: len(runs_of(alice, "nap")) >= 2, 15), runs_of(alice, "nap")
+        assert not pool._stopped.is_set()
+    finally:
+        conn.close()
+        for p in pools:
+            p.stop(grace=0)
+        for s in (alice, bob, root):
+            s.close()
+
+
+@pytest.mark.mariadb
+def test_what_an_operator_sees_of_other_owners_routines(server: Server) -> None:
+    """Issue #23 item 4: information_schema shows an operator no body and no parameter of
+    another owner's routines. (While its role holds CREATE ROUTINE on the jobtui database,
+    the server shows it their names and definers: docs/privileges.md says so.)"""
+    bob = server.store("bob")
+    try:
+        bob.submit("bj", What("sql", "SELECT 1"), every(60))
+    finally:
+        bob.close()
+    conn = server.raw("alice")
+    mine = f"{server.names['alice']}@%"
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT ROUTINE_NAME, DEFINER, ROUTINE_DEFINITION FROM information_schema.ROUTINES "
+                "WHERE ROUTINE_SCHEMA = DATABASE()"
+            )
+            for name, definer, body in cur.fetchall():
+                if definer != mine:
+                    assert body is None, (name, definer)
+            cur.execute(
+                "SELECT SPECIFIC_NAME FROM information_schema.PARAMETERS "
+                "WHERE SPECIFIC_SCHEMA = DATABASE() AND SPECIFIC_NAME LIKE 'jobtui\\_w\\_%%'"
+            )
+            assert cur.fetchall() == ()
+            with pytest.raises(pymysql.MySQLError):
+                cur.execute("SELECT body FROM mysql.proc")
+    finally:
+        conn.close()
