@@ -105,7 +105,11 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
             f"TO `{role}`",
             f"GRANT SELECT ON {on(schema.USER_RUN_VIEW)} TO `{role}`",
             f"GRANT SELECT ON {on(schema.meta.name)} TO `{role}`",
+            # the runner list through a view that cannot lock it (older versions granted
+            # the table: granted and revoked again, so that a second grant finds it)
             f"GRANT SELECT ON {on(schema.runner.name)} TO `{role}`",
+            f"REVOKE SELECT ON {on(schema.runner.name)} FROM `{role}`",
+            f"GRANT SELECT ON {on(schema.RUNNERS_VIEW)} TO `{role}`",
             # the SQL interface's views of its own jobs (docs/sql.md), never dba_jobs*
             *(f"GRANT SELECT ON {on(v)} TO `{role}`" for v in sqlapi_views.OPERATOR_VIEWS),
             # the job's own routines, made by the operator's session (routines.py)

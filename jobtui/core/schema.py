@@ -251,6 +251,10 @@ def runner_role(database: str) -> str:
 
 USER_JOB_VIEW = "jobtui_user_job"
 USER_RUN_VIEW = "jobtui_user_run"
+# The runner list as operators read it: a view that cannot lock the table's rows
+# (TEMPTABLE: a locking read through it locks nothing of jobtui_runner), so that no
+# operator's LOCK IN SHARE MODE makes the runners' heartbeats wait.
+RUNNERS_VIEW = "jobtui_runners"
 VIEWS_KEY = "views"  # jobtui_meta: a digest of the views' DDL (recreated when it changes)
 
 # Not in ``metadata``: create_all must never make them tables.
@@ -267,6 +271,16 @@ def _view_table(name: str, base: Table) -> Table:
 
 user_job = _view_table(USER_JOB_VIEW, job)
 user_run = _view_table(USER_RUN_VIEW, run)
+runners_view = _view_table(RUNNERS_VIEW, runner)
+
+
+def runners_view_ddl(*, definer_role: bool = False) -> str:
+    definer = "DEFINER = CURRENT_ROLE " if definer_role else ""
+    cols = ", ".join(f"`{c.name}`" for c in runner.columns)
+    return (
+        f"CREATE OR REPLACE ALGORITHM = TEMPTABLE {definer}SQL SECURITY DEFINER VIEW "
+        f"`{RUNNERS_VIEW}` AS SELECT {cols} FROM `{runner.name}`"
+    )
 
 
 def account_user_sql(expr: str) -> str:
@@ -402,7 +416,7 @@ def view_ddl(name: str, base: Table, *, definer_role: bool = False) -> str:
 
 
 def views_digest() -> str:
-    body = "\n".join(view_select(t) for t in (job, run))
+    body = "\n".join([*(view_select(t) for t in (job, run)), runners_view_ddl()])
     return hashlib.sha1(body.encode()).hexdigest()[:16]
 
 
@@ -507,19 +521,20 @@ def ensure_views(engine: Engine) -> bool:
         have = conn.execute(
             text(
                 "SELECT COUNT(*) FROM information_schema.VIEWS "
-                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (:j, :r)"
+                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (:j, :r, :n)"
             ),
-            {"j": USER_JOB_VIEW, "r": USER_RUN_VIEW},
+            {"j": USER_JOB_VIEW, "r": USER_RUN_VIEW, "n": RUNNERS_VIEW},
         ).scalar_one()
         stored = conn.execute(select_meta(VIEWS_KEY)).scalar()
         conn.rollback()
-        if have == 2 and stored == digest:
+        if have == 3 and stored == digest:
             return True
         role, database = conn.execute(text("SELECT CURRENT_ROLE(), DATABASE()")).one()
         definer_role = role is not None and role == admin_role(str(database))
         try:
             for name, base in ((USER_JOB_VIEW, job), (USER_RUN_VIEW, run)):
                 conn.execute(text(view_ddl(name, base, definer_role=definer_role)))
+            conn.execute(text(runners_view_ddl(definer_role=definer_role)))
             put_meta(conn, VIEWS_KEY, digest)
             conn.commit()
         except DBAPIError as exc:
