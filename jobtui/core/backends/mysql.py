@@ -19,7 +19,7 @@ from jobtui.core.backends import mysql_batch as sql
 from jobtui.core.backends import mysql_events
 from jobtui.core.backends.base import Backend, FinishRow, PlanClaim, RunOutcome
 from jobtui.core.db import reset_mysql_session
-from jobtui.core.dberrors import NO_SUCH_TABLE, PERMISSION_ERRORS, error_code
+from jobtui.core.dberrors import LOCK_WAIT_TIMEOUT, NO_SUCH_TABLE, PERMISSION_ERRORS, error_code
 from jobtui.core.errors import InvalidInput, PermissionDenied
 from jobtui.core.executor import drain
 from jobtui.core.retention import prune_lock_name
@@ -336,10 +336,8 @@ class MySQLBackend(Backend):
             # SKIP LOCKED: a row another transaction holds (its owner's open locking read
             # through the operators' views, a steering in progress) is never waited for.
             rows = sql.lock_rows(cur, sql.CLAIM_COLUMNS_READ, list(names), skip_locked=True)
-            if len(rows) < len(names) and busy is not None:
-                seen = {int(row.id) for row in rows}
-                for found in sql.existing(cur, [jid for jid in names if jid not in seen]):
-                    busy[int(found[0])] = found
+            if len(rows) < len(names):
+                rows += self._held_rows(cur, rows, names, busy)
             jobs = sql.jobs(sql.CLAIM_COLUMNS, rows)
             runs: list[Any] = []
             values: dict[int, dict[str, Any]] = {}
@@ -367,6 +365,26 @@ class MySQLBackend(Backend):
         for n in unused:
             locked.remove(n)
         return runs
+
+    @staticmethod
+    def _held_rows(
+        cur: Any, rows: list[Any], names: dict[int, str], busy: dict[int, Any] | None
+    ) -> list[Any]:
+        """The rows the claim skipped as locked, waited for at most CLAIM_LOCK_WAIT: a
+        recording releases its named locks just before its COMMIT, so a row can be held
+        for a moment by the runner that ran it. Still held then: ``busy`` (batches hold
+        one owner's jobs, so the wait is never for another owner's lock)."""
+        seen = {int(row.id) for row in rows}
+        skipped = [jid for jid in names if jid not in seen]
+        try:
+            return sql.lock_rows(cur, sql.CLAIM_COLUMNS_READ, skipped, bounded=True)
+        except Exception as exc:
+            if error_code(exc) != LOCK_WAIT_TIMEOUT:  # only the statement is rolled back
+                raise
+        if busy is not None:
+            for found in sql.existing(cur, skipped):
+                busy[int(found[0])] = found
+        return []
 
     def note_run(self, engine: Engine, values: dict[str, Any]) -> None:
         """Bounded (``CLAIM_LOCK_WAIT``): the row falls in its owner's run-log range,

@@ -248,25 +248,38 @@ def release_locks(cur: Any, names: Sequence[str]) -> None:
 
 
 def lock_rows(
-    cur: Any, columns: Sequence[str], ids: Sequence[int], *, skip_locked: bool = False
+    cur: Any,
+    columns: Sequence[str],
+    ids: Sequence[int],
+    *,
+    skip_locked: bool = False,
+    bounded: bool = False,
 ) -> list[Any]:
     """``SELECT <columns> FROM jobtui_job WHERE id IN (...) ORDER BY id FOR UPDATE``: rows
     of ``row_type(columns)``. ``skip_locked``: rows another transaction holds are left out
-    at once (``SKIP LOCKED``), never waited for."""
-    return read_rows(cur, columns, ids, lock=True, skip_locked=skip_locked)
+    at once (``SKIP LOCKED``), never waited for; ``bounded``: waited for at most
+    CLAIM_LOCK_WAIT (then error 1205)."""
+    return read_rows(cur, columns, ids, lock=True, skip_locked=skip_locked, bounded=bounded)
 
 
 def read_rows(
-    cur: Any, columns: Sequence[str], ids: Sequence[int], *, lock: bool, skip_locked: bool = False
+    cur: Any,
+    columns: Sequence[str],
+    ids: Sequence[int],
+    *,
+    lock: bool,
+    skip_locked: bool = False,
+    bounded: bool = False,
 ) -> list[Any]:
     """The job rows ``ids`` (those that exist), ``columns`` of each, by id; ``lock``: FOR UPDATE."""
     if not ids:
         return []
     cols = ", ".join(columns)
     tail = (" FOR UPDATE SKIP LOCKED" if skip_locked else " FOR UPDATE") if lock else ""
+    head = f"SET STATEMENT innodb_lock_wait_timeout = {CLAIM_LOCK_WAIT} FOR " if bounded else ""
     _execute(
         cur,
-        f"SELECT {cols} FROM {JOB} {BY_ID} WHERE id IN ({_marks(len(ids))}) ORDER BY id{tail}",
+        f"{head}SELECT {cols} FROM {JOB} {BY_ID} WHERE id IN ({_marks(len(ids))}) ORDER BY id{tail}",
         ids,
     )
     make = row_type(columns)._make
