@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pymysql
 import pytest
-from accounts import Server
+from accounts import Server, grant_kind
 from procs import wait_for
 from test_runner import start_pool
 from test_security_runner import every, grant_execute, root_sql, runs_of
@@ -196,8 +196,17 @@ def test_operators_write_no_bookkeeping_through_their_view(server: Server) -> No
     jobs pass for short ones. Every bookkeeping column is refused to an operator (1143), in
     an UPDATE and in an INSERT, and the row is unchanged; the definition and steering
     columns stay writable, and jobtui's own submit, steering and SQL submit still work."""
+    # a role granted by an older version (the whole view, the runner table), granted again
+    role = schema.operator_role(server.database)
+    root_sql(
+        server,
+        f"GRANT INSERT, UPDATE ON {schema.USER_JOB_VIEW} TO `{role}`",
+        f"GRANT SELECT ON {schema.runner.name} TO `{role}`",
+    )
+    grant_kind(server, "operator", server.names["alice"])
     alice = server.store("alice")
     try:
+        assert alice.runners() == []  # through jobtui_runners
         job = alice.submit("mine", What("sql", "SELECT 1"), every(3600))
         alice.pause("mine")
         alice.resume("mine")
@@ -242,6 +251,9 @@ def test_operators_write_no_bookkeeping_through_their_view(server: Server) -> No
                         (value,),
                     )
                 assert refused.value.args[0] == 1143, (column, refused.value.args)
+            with pytest.raises(pymysql.MySQLError) as refused:
+                cur.execute(f"SELECT * FROM {schema.runner.name} LOCK IN SHARE MODE")
+            assert refused.value.args[0] == 1142
             cur.execute(
                 f"UPDATE {schema.USER_JOB_VIEW} SET description = 'ok', run_now = 0 WHERE id = %s",
                 (job.id,),
