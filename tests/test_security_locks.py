@@ -48,6 +48,17 @@ LOCKING_READS = [
 ]
 
 
+class _Warnings(logging.Handler):
+    """The runner's warnings, whatever another test did to logging's configuration."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
 def _heartbeat(server: Server) -> object:
     conn = pymysql.connect(host="127.0.0.1", user="root", database=server.database)
     try:
@@ -88,7 +99,7 @@ def _hold_locks(server: Server, stop: threading.Event, taken: list[str]) -> None
 
 @pytest.mark.mariadb
 def test_an_operators_locks_never_delay_another_owners_job(
-    server: Server, pools: list[RunnerPool], caplog: pytest.LogCaptureFixture
+    server: Server, pools: list[RunnerPool]
 ) -> None:
     db = server.database
     root_sql(server, "CREATE PROCEDURE noop() BEGIN END")
@@ -97,6 +108,8 @@ def test_an_operators_locks_never_delay_another_owners_job(
     stop = threading.Event()
     taken: list[str] = []
     holder = threading.Thread(target=_hold_locks, args=(server, stop, taken), daemon=True)
+    warnings = _Warnings()
+    logging.getLogger("jobtui.runner").addHandler(warnings)
     try:
         bob.submit("tick", What("call", f"{db}.noop"), every(1))
         alice.submit("atick", What("call", f"{db}.noop"), every(1))
@@ -110,7 +123,6 @@ def test_an_operators_locks_never_delay_another_owners_job(
             ),
             every(3600),
         )
-        caplog.set_level(logging.WARNING, logger="jobtui.runner")
         pool = start_pool(pools, root, threads=4)
         assert wait_for(lambda: alice.get("holder").running, 10)
         assert wait_for(lambda: len(runs_of(bob, "tick")) >= 2, 10)
@@ -138,17 +150,12 @@ def test_an_operators_locks_never_delay_another_owners_job(
         for r in ok:
             assert (r.started - r.scheduled_for).total_seconds() < 0.8, r
         assert time.monotonic() - t0 >= HOLD
-        # alice's own every-second job was skipped while she held its row, and reported:
-        # a warning and a run-log row saying why (written once her run log is free)
-        assert "is locked" in caplog.text
-        assert wait_for(
-            lambda: [
-                r
-                for r in runs_of(alice, "atick")
-                if r.outcome is Outcome.SKIPPED and "is locked" in (r.error or "")
-            ],
-            10,
-        ), runs_of(alice, "atick")
+        # alice's own jobs waited for her locks, and the worker said so (its claims skip
+        # her rows, its recordings of her runs wait at most 1 s a try, then retry)
+        assert any("is locked and another transaction" in m for m in warnings.messages), (
+            warnings.messages,
+            [(r.outcome.value, str(r.scheduled_for.time())) for r in runs_of(alice, "atick")],
+        )
         # and runs again once the locks are gone
         last = max(r.scheduled_for for r in runs_of(alice, "atick"))
         assert wait_for(
@@ -161,6 +168,7 @@ def test_an_operators_locks_never_delay_another_owners_job(
         )
         assert pool.runs_done > 0
     finally:
+        logging.getLogger("jobtui.runner").removeHandler(warnings)
         stop.set()
         for p in pools:
             p.stop(grace=0)
@@ -364,3 +372,50 @@ def test_what_an_operator_sees_of_other_owners_routines(server: Server) -> None:
                 cur.execute("SELECT body FROM mysql.proc")
     finally:
         conn.close()
+
+
+@pytest.mark.mariadb
+def test_a_job_its_owner_holds_locked_is_reported_in_the_run_log(
+    server: Server, pools: list[RunnerPool]
+) -> None:
+    """alice holds her job's row ``FOR UPDATE``: the claims skip it (never wait), and after
+    2 s the run log says so, with a row alice reads through her view; once she lets go
+    it runs again."""
+    db = server.database
+    root_sql(server, "CREATE PROCEDURE noop() BEGIN END")
+    grant_execute(server, "noop", "alice")
+    alice, root = server.store("alice"), open_store(server.url)
+    conn = server.raw("alice")
+    try:
+        alice.submit("atick", What("call", f"{db}.noop"), every(1))
+        start_pool(pools, root, threads=2)
+        assert wait_for(lambda: runs_of(alice, "atick"), 10)
+        with conn.cursor() as cur:
+            cur.execute("START TRANSACTION")
+            cur.execute(f"SELECT id FROM {schema.USER_JOB_VIEW} WHERE name = 'atick' FOR UPDATE")
+            reported = wait_for(
+                lambda: [
+                    r
+                    for r in runs_of(alice, "atick")
+                    if r.outcome is Outcome.SKIPPED and "is locked" in (r.error or "")
+                ],
+                10,
+            )
+            cur.execute("ROLLBACK")
+        assert reported, runs_of(alice, "atick")
+        assert "its owner's" in (reported[0].error or "")
+        last = max(r.scheduled_for for r in runs_of(alice, "atick"))
+        assert wait_for(
+            lambda: [
+                r
+                for r in runs_of(alice, "atick")
+                if r.outcome is Outcome.OK and r.scheduled_for > last
+            ],
+            10,
+        )
+    finally:
+        conn.close()
+        for p in pools:
+            p.stop(grace=0)
+        for s in (alice, root):
+            s.close()

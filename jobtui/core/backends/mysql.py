@@ -406,7 +406,11 @@ class MySQLBackend(Backend):
         RELEASE_LOCK(...)``, ``COMMIT``)."""
         with sql.raw_transaction(conn, "recording") as cur:
             sql.record_runs(cur, runner_id, outcomes)
-            locked = sql.lock_rows(cur, sql.RECORD_COLUMNS_READ, [o[0] for o in outcomes])
+            # bounded: only the jobs' owner (or an admin) can hold their rows; a recording
+            # that times out is retried, and logged (runner._finish)
+            locked = sql.lock_rows(
+                cur, sql.RECORD_COLUMNS_READ, [o[0] for o in outcomes], bounded=True
+            )
             rows = {
                 int(row.id): (row, job)
                 for row, job in zip(locked, sql.jobs(sql.RECORD_COLUMNS, locked), strict=True)

@@ -392,8 +392,10 @@ def record_runs(
     for jid, slot, _values, _item in outcomes:
         params.extend((jid, slot))
     params.extend((runner, Outcome.RUNNING.value, Outcome.LOST.value))
+    # bounded: the owner may hold its run-log rows locked (its own locking read)
     _execute(
         cur,
+        f"SET STATEMENT innodb_lock_wait_timeout = {CLAIM_LOCK_WAIT} FOR "
         f"UPDATE {RUN} {RUN_BY_SLOT} SET {', '.join(sets)} WHERE ({match}) AND runner = %s "
         "AND outcome IN (%s, %s)",
         params,
