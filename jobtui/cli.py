@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, NoReturn
 
-from jobtui import __version__, cli_events
-from jobtui.core import schema
+from jobtui import __version__, cli_alerts, cli_events
+from jobtui.core import alerts, schema
 from jobtui.core.db import ENV_VAR, mask_text, mask_url, resolve_url
 from jobtui.core.dberrors import translate_db_error
 from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobtuiError
@@ -279,6 +279,7 @@ def _definition_options(parser: argparse.ArgumentParser, *, change: bool) -> Non
     other.add_argument("--disabled", action="store_true", help="the job does not run until enabled")
     if change:
         other.add_argument("--enable", action="store_true", help="enable the job")
+    cli_alerts.add_alert_option(other)
     _json_option(parser, "the job")
 
 
@@ -497,6 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
     _json_option(p, "the statements")
 
     cli_events.add_verb(verb, lambda p: _db_option(p, top=False))
+    cli_alerts.add_verb(verb, lambda p: _db_option(p, top=False))
 
     p = verb("run", "run one job's schedule in the foreground until it ends")
     p.description = (
@@ -742,6 +744,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         start=_when(args.start, "--start"),
         finish=_when(args.finish, "--finish"),
     )
+    alert_given, alert = cli_alerts.alert_targets(args.alert)
     with _store(args) as store:
         job = store.submit(
             args.name,
@@ -753,6 +756,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
             ),
             disabled=args.disabled,
         )
+        if alert_given:
+            job = store.set_alert(job.name, alert)
     return _report_job(args, job, "submitted")
 
 
@@ -768,14 +773,20 @@ def cmd_change(args: argparse.Namespace) -> int:
     finish = None if args.no_finish else _when(args.finish, "--finish")
     options = ["call", "sql", "action", "args", "every", "cron", "tz", "expr", "once"]
     options += ["start", "finish", "no_start", "no_finish", "description", "max_failures"]
-    options += ["disabled", "enable"]
+    options += ["disabled", "enable", "alert"]
     if not _given(args, *options):
         raise InvalidInput(
             f"nothing to change for job {args.name!r}: give at least one option of "
             "`jobtui submit` (see `jobtui change --help`)"
         )
     what = _what_from_args(args, required=False)
+    alert_given, alert = cli_alerts.alert_targets(args.alert)
     with _store(args) as store:
+        if alert_given and _given(args, *options) == ["--alert"]:
+            job = store.set_alert(args.name, alert, owner=args.owner)
+            return _report_job(args, job, "changed")
+        if alert_given:  # checked before anything else is written
+            store.get(args.name, owner=args.owner)
         if what is None and args.args is not None:
             # --arg alone: new arguments for the procedure or action the job already runs
             current = store.get(args.name, owner=args.owner).what
@@ -797,6 +808,8 @@ def cmd_change(args: argparse.Namespace) -> int:
             max_failures=args.max_failures,
             disabled=True if args.disabled else (False if args.enable else None),
         )
+        if alert_given:
+            job = store.set_alert(args.name, alert, owner=args.owner)
     return _report_job(args, job, "changed")
 
 
@@ -961,12 +974,17 @@ def cmd_show(args: argparse.Namespace) -> int:
     with _store(args) as store:
         job = store.get(args.name, owner=args.owner)
         upcoming = store.preview(job, UPCOMING)
+        alert = store.alert_of(job.name, owner=job.owner)
     if args.json:
         data = job_dict(job)
         data["upcoming"] = [iso(t) for t in upcoming]
+        data["alert"] = None if alert is None else [alerts.mask(t) for t in alert]
         _print_json(data)
         return EXIT_OK
     data = job_dict(job)
+    data["alert"] = (
+        "the database's default" if alert is None else (" ".join(map(alerts.mask, alert)) or "none")
+    )
     sched = data.pop("schedule")
     what = data.pop("what")
     fields: list[tuple[str, Any]] = [
@@ -1383,7 +1401,13 @@ def cmd_grant(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_alerts(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        return cli_alerts.cmd_alerts(args, store, _print)
+
+
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "alerts": cmd_alerts,
     "init": cmd_init,
     "submit": cmd_submit,
     "change": cmd_change,
