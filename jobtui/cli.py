@@ -438,6 +438,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="accepted for compatibility, without effect: every job runs with its owner's "
         "rights (docs/privileges.md)",
     )
+    p.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="stderr lines as text (TS LEVEL EVENT key=value ...) or one JSON object each "
+        "(default text; the same fields)",
+    )
+    p.add_argument(
+        "--no-alerts",
+        dest="alerts",
+        action="store_false",
+        help="send no alerts from this worker (others may)",
+    )
+    p.add_argument(
+        "--alert-timeout",
+        metavar="SECONDS",
+        type=_seconds("--alert-timeout", 0.1, 3600),
+        default=10.0,
+        help="how long one alert target may take; a command is killed then (default 10)",
+    )
     _retention_options(p)
     p.add_argument(
         "--prune-interval",
@@ -1200,6 +1220,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
                 retention=retention,
                 owner_share=args.owner_share,
                 takeover_grace=args.takeover_grace,
+                log_format=args.log_format,
+                alerts=args.alerts,
+                alert_timeout=args.alert_timeout,
             )
         )
 

@@ -106,8 +106,10 @@ def _test(args: argparse.Namespace, store: Any, emit: Callable[[str], None], as_
     else:
         targets = store.alert_default()
     if not targets:
-        raise InvalidInput("no alert target to test: give --target TARGET, or set the job's "
-                           "(--alert) or the default (`jobtui alerts set`)")
+        raise InvalidInput(
+            "no alert target to test: give --target TARGET, or set the job's "
+            "(--alert) or the default (`jobtui alerts set`)"
+        )
     event = test_event(job, store.schema_name)
     results = alerts.send(event, targets, timeout=args.timeout)
     if as_json:

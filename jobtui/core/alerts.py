@@ -199,7 +199,7 @@ class Event:
         return f"{prefix}jobtui: {self.job} ({self.owner}): {what.get(self.kind, self.kind)}"
 
     def body(self) -> str:
-        lines = [self.title()]
+        lines = [self.title(), f"event: {self.key}"]
         if self.scheduled_for:
             lines.append(f"slot: {self.scheduled_for}")
         if self.failures is not None:
