@@ -43,6 +43,7 @@ DEFAULT_LOG_LIMIT = 20
 
 EXIT_OK = 0
 EXIT_DB = 1
+EXIT_UNHEALTHY = 1  # `runners --check`: no live runner, or jobs overdue
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports it
@@ -374,6 +375,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("runners", "the registered runners and their heartbeat age")
     _json_option(p, "the runners")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="a health check: exit 1 when no live runner serves the database or a job is "
+        "overdue past --overdue (0 when healthy)",
+    )
+    p.add_argument(
+        "--overdue",
+        metavar="SECONDS",
+        type=_seconds("--overdue", 0, 31_536_000),
+        default=None,
+        help="with --check: how late a due job may be (default 300)",
+    )
 
     p = verb("worker", "run a headless runner pool until SIGTERM or Ctrl-C")
     p.add_argument(
@@ -1107,6 +1121,10 @@ def runner_dict(info: RunnerInfo, now: datetime) -> dict[str, Any]:
 
 
 def cmd_runners(args: argparse.Namespace) -> int:
+    if args.overdue is not None and not args.check:
+        raise InvalidInput("--overdue is only accepted with --check")
+    if args.check:
+        return _check_health(args)
     with _store(args) as store:
         infos = store.runners()
         now = store.now()
@@ -1133,6 +1151,30 @@ def cmd_runners(args: argparse.Namespace) -> int:
     ]
     _print(table(headers, table_rows))
     return EXIT_OK
+
+
+def _check_health(args: argparse.Namespace) -> int:
+    from jobtui.core import health
+
+    overdue = health.DEFAULT_OVERDUE if args.overdue is None else args.overdue
+    with _store(args, read_only=True) as store:
+        result = health.check(
+            store.runners(),
+            store.list_jobs(all_owners=store.sees_all),
+            store.now(),
+            timeout=HEARTBEAT_TIMEOUT,
+            overdue=overdue,
+        )
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        _print(
+            f"{'ok' if result.ok else 'FAIL'}: {len(result.live_runners)} live runner(s), "
+            f"{len(result.overdue)} job(s) overdue by more than {overdue:g} s"
+        )
+        for problem in result.problems():
+            _print(f"  {problem}")
+    return EXIT_OK if result.ok else EXIT_UNHEALTHY
 
 
 # ---------------------------------------------------------------------- export / import
