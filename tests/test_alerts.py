@@ -171,8 +171,7 @@ def test_hanging_target_does_not_delay_the_next_slot(sqlite_url: str, tmp_path: 
         late = [(r.started - r.scheduled_for).total_seconds() for r in runs[1:] if r.started]
         assert max(late) < 0.9, late
         gaps = [
-            (b.scheduled_for - a.scheduled_for).total_seconds()
-            for a, b in itertools.pairwise(runs)
+            (b.scheduled_for - a.scheduled_for).total_seconds() for a, b in itertools.pairwise(runs)
         ]
         assert max(gaps) <= 1.01, gaps
         assert job.id == runs[0].job_id
@@ -437,3 +436,31 @@ def test_sd_notify_without_socket_does_nothing() -> None:
         assert Notifier(f"@jobtui-test-{uniq}", 2_000_000).watchdog_interval() == 1.0
     finally:
         abstract.close()
+
+
+def test_lost_run_is_logged_taken_over_and_alerted_once(sqlite_url: str, tmp_path: Path) -> None:
+    command, out = recorder(tmp_path)
+    store = open_store(sqlite_url)
+    slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c"
+    try:
+        store.submit("long", What("sql", slow), make_schedule("every", every="3600"))
+        store.set_alert("long", [command])
+        a = Worker(sqlite_url, tmp_path, name="a", threads=1, poll=0.2, heartbeat_timeout=2)
+        assert wait_for(lambda: store.get("long").running, 30), a.log()
+        b = Worker(sqlite_url, tmp_path, name="b", threads=1, poll=0.2, heartbeat_timeout=2)
+        try:
+            assert wait_for(b.started, 30)
+            a.kill9()
+            assert wait_for(lambda: store.runs("long", outcome="lost"), 30), b.log()
+            assert wait_for(lambda: out.exists() and out.read_text().strip(), 15), b.log()
+            time.sleep(2.5)  # more passes: nothing sent twice
+        finally:
+            assert b.terminate() == 0, b.log()
+    finally:
+        store.close()
+    (lost,) = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
+    assert lost["kind"] == "lost" and lost["job"] == "long" and "lost" in lost["error"]
+    log = b.log()
+    assert " WARNING run.lost " in log and f"run_id={lost['run_id']}" in log, log
+    assert " WARNING lease.taken_over job=long " in log, log
+    assert " WARNING runner.reaped " in log, log
