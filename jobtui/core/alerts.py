@@ -63,8 +63,9 @@ def grant_name(target: str) -> str:
     return "alert:" + command_path(target)
 
 
-def problem(target: Any) -> str | None:
-    """What is wrong with one target, or None (no network, no apprise for commands)."""
+def problem(target: Any, *, deep: bool = True) -> str | None:
+    """What is wrong with one target, or None (no network, no apprise for commands;
+    ``deep=False``: the form only, without loading apprise)."""
     if not isinstance(target, str):
         return f"invalid alert target {target!r}: expected text, {ACCEPTED}"
     if is_command(target):
@@ -77,7 +78,7 @@ def problem(target: Any) -> str | None:
         return None
     if not URL_RE.fullmatch(target):
         return f"invalid alert target {mask(target)!r}: {ACCEPTED}"
-    if not _apprise_accepts(target):
+    if deep and not _apprise_accepts(target):
         return f"invalid alert URL {mask(target)!r}: apprise does not accept it; {ACCEPTED}"
     return None
 
@@ -88,7 +89,7 @@ def _apprise_accepts(url: str) -> bool:
     return apprise.Apprise.instantiate(url) is not None
 
 
-def parse(values: Iterable[str]) -> list[str]:
+def parse(values: Iterable[str], *, deep: bool = True) -> list[str]:
     """Targets from the command line (each value may hold several, space-separated);
     ``none`` alone means no alerts. InvalidInput naming the first bad one."""
     targets: list[str] = []
@@ -103,10 +104,16 @@ def parse(values: Iterable[str]) -> list[str]:
     if len(targets) > MAX_TARGETS:
         raise InvalidInput(f"too many alert targets ({len(targets)}): at most {MAX_TARGETS}")
     for t in targets:
-        wrong = problem(t)
+        wrong = problem(t, deep=deep)
         if wrong:
             raise InvalidInput(wrong)
     return targets
+
+
+def from_text(text: str, *, deep: bool = True) -> list[str] | None:
+    """The edit form's field: empty means the database's default (None), ``none`` no
+    alerts ([]), else space-separated targets."""
+    return parse([text], deep=deep) if text.strip() else None
 
 
 def encode(targets: list[str] | None) -> str | None:
