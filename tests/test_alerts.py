@@ -76,18 +76,31 @@ def hook() -> Iterator[Hook]:
 
 
 def recorder(tmp_path: Path, *, sleep: float = 0) -> tuple[str, Path]:
-    """A command target that appends each event's stdin (one JSON line) to a file."""
-    out = tmp_path / "events.jsonl"
+    """A command target that writes each event to a file of its own in a directory:
+    its stdin (one JSON line), then ``$JOBTUI_ALERT_KEY $JOBTUI_ALERT_KIND``."""
+    out = tmp_path / "events"
+    out.mkdir()
     script = tmp_path / "record-alert"
     nap = f"sleep {sleep}\n" if sleep else ""
     script.write_text(
         "#!/bin/sh\n"
         f"{nap}"
-        f'{{ cat; echo; }} >> "{out}"\n'
-        f'echo "$JOBTUI_ALERT_KEY $JOBTUI_ALERT_EVENT" >> "{out}.env"\n'
+        f'f=$(mktemp "{out}/ev.XXXXXX")\n'
+        'cat > "$f"\n'
+        'printf \'\\n%s %s\\n\' "$JOBTUI_ALERT_KEY" "$JOBTUI_ALERT_KIND" >> "$f"\n'
     )
     script.chmod(0o755)
     return f"command:{script}", out
+
+
+def recorded(out: Path) -> list[tuple[dict[str, Any], str]]:
+    """Each event the command got: (its stdin JSON, its environment line)."""
+    got = []
+    for f in sorted(out.glob("ev.*")):
+        lines = f.read_text().splitlines()
+        if len(lines) >= 2:
+            got.append((json.loads(lines[0]), lines[1]))
+    return got
 
 
 def outbox(store: JobStore) -> list[Any]:
@@ -116,7 +129,7 @@ def test_alert_fires_once_per_event_with_two_workers(
             # 3 failed runs and the BROKEN event: 4 events, each sent once
             assert wait_for(lambda: len([r for r in outbox(store) if r.sent]) >= 4, 30)
             assert wait_for(lambda: len(hook.keys()) >= 4, 10)
-            assert wait_for(lambda: out.exists() and len(out.read_text().split()) >= 4, 10)
+            assert wait_for(lambda: len(recorded(out)) >= 4, 10)
             time.sleep(2.5)  # two more passes of both dispatchers: nothing sent again
         finally:
             codes = [w.terminate() for w in workers]
@@ -131,12 +144,12 @@ def test_alert_fires_once_per_event_with_two_workers(
         assert all(r.sent is not None and json.loads(r.result) for r in rows)
         # the HTTP endpoint and the command each got every event exactly once
         assert Counter(hook.keys()) == Counter(keys), hook.bodies
-        events = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+        got = recorded(out)
+        events = [e for e, _env in got]
         assert Counter(e["key"] for e in events) == Counter(keys)
         assert {e["kind"] for e in events} == {"failed", "broken"}
         assert all(e["job"] == "bad" and e["error"] for e in events)
-        env_lines = (tmp_path / "events.jsonl.env").read_text().split("\n")
-        assert sorted(line.split()[0] for line in env_lines if line) == keys
+        assert sorted(env for _e, env in got) == sorted(f"{e['key']} {e['kind']}" for e in events)
         # the two workers sent them between them, one claim per event
         senders = {r.claimed_by for r in rows}
         assert senders <= {w.runner_id() for w in workers}
@@ -225,7 +238,7 @@ def test_alerts_in_process_two_dispatchers_claim_once(db_url: str, tmp_path: Pat
         d1.stop()
         d2.stop()
         assert len(sent) == 1 and sent[0].startswith("failed:")
-        assert len(out.read_text().split("\n")) >= 1
+        assert len(recorded(out)) == 1
         # the job's own targets ([] = none) override the default: nothing more is enqueued
         store.set_alert("x", None)
         assert store.alert_of("x") is None
@@ -274,7 +287,7 @@ def test_command_alert_needs_an_allow_pattern_on_mariadb(mariadb_url: str, tmp_p
         d.stop()
         (outcome,) = results[0].values()
         assert outcome.startswith("refused:") and "alert:" in outcome
-        assert not out.exists()  # never ran
+        assert recorded(out) == []  # never ran
         # an admin allows it: the next event's command runs
         with store.write() as conn:
             conn.execute(
@@ -303,7 +316,7 @@ def test_command_alert_needs_an_allow_pattern_on_mariadb(mariadb_url: str, tmp_p
         assert wait_for(lambda: results, 10)
         d.stop()
         assert list(results[0].values()) == ["ok"]
-        assert json.loads(out.read_text().splitlines()[0])["kind"] == "lost"
+        assert [e["kind"] for e, _env in recorded(out)] == ["lost"]
     finally:
         store.close()
 
@@ -452,15 +465,42 @@ def test_lost_run_is_logged_taken_over_and_alerted_once(sqlite_url: str, tmp_pat
             assert wait_for(b.started, 30)
             a.kill9()
             assert wait_for(lambda: store.runs("long", outcome="lost"), 30), b.log()
-            assert wait_for(lambda: out.exists() and out.read_text().strip(), 15), b.log()
+            assert wait_for(lambda: recorded(out), 15), b.log()
             time.sleep(2.5)  # more passes: nothing sent twice
         finally:
             assert b.terminate() == 0, b.log()
     finally:
         store.close()
-    (lost,) = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
+    ((lost, _env),) = recorded(out)
     assert lost["kind"] == "lost" and lost["job"] == "long" and "lost" in lost["error"]
     log = b.log()
     assert " WARNING run.lost " in log and f"run_id={lost['run_id']}" in log, log
     assert " WARNING lease.taken_over job=long " in log, log
     assert " WARNING runner.reaped " in log, log
+
+
+def test_init_adds_the_alert_tables_column_and_index_to_an_older_database(
+    sqlite_url: str,
+) -> None:
+    store = open_store(sqlite_url)
+    store.submit("old", What("sql", "SELECT 1"), make_schedule("every", every="60"))
+    with store.write() as conn:  # as a database of the previous version was
+        conn.exec_driver_sql("DROP INDEX ix_jobtui_run_outcome_finished")
+        conn.exec_driver_sql("DROP TABLE jobtui_alert")
+        conn.exec_driver_sql("DROP TABLE jobtui_setting")
+        conn.exec_driver_sql("ALTER TABLE jobtui_job DROP COLUMN alert")
+    store.close()
+    assert subprocess.run([*jobtui_command(), "--db", sqlite_url, "init"]).returncode == 0
+    store = open_store(sqlite_url)
+    try:
+        assert store.alert_of("old") is None
+        store.set_alert("old", ["command:/bin/true"])
+        assert store.alert_default() == []
+        with store.read() as conn:
+            names = {
+                r[0]
+                for r in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'index'")
+            }
+        assert "ix_jobtui_run_outcome_finished" in names
+    finally:
+        store.close()

@@ -43,6 +43,8 @@ LOG = logging.getLogger("jobtui.alerts")
 DEFAULT_INTERVAL = 1.0
 DEFAULT_LOOKBACK = 600.0  # seconds: older failed runs are not alerted
 DEFAULT_LEAD_LEASE = 120.0  # a claim's lease: longer than any send may take
+OVERLAP = 30.0  # seconds each pass looks back past the previous one
+CONFIG_EVERY = 5.0  # seconds between looks at whether any alert is configured
 
 
 def read_default(conn: Any) -> list[str]:
@@ -76,6 +78,9 @@ class AlertDispatcher:
         self.on_sent = on_sent
         self._known: dict[str, datetime] = {}  # keys enqueued (by anyone) lately
         self._primed = False  # _known holds what the outbox had at the first pass
+        self._since: datetime | None = None  # where the next pass's look at runs starts
+        self._config = False
+        self._config_until: datetime | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._senders = ThreadPoolExecutor(max_workers=4, thread_name_prefix="jobtui-alert")
@@ -114,16 +119,37 @@ class AlertDispatcher:
         self._enqueue(now)
         return self._claim(now)
 
+    def _configured(self, conn: Any, now: datetime) -> bool:
+        """Whether any job or the default names a target (re-read every CONFIG_EVERY
+        seconds): a database without alerts costs one cheap look, not a scan."""
+        if self._config_until is not None and now < self._config_until:
+            return self._config
+        j = schema.job
+        self._config = bool(read_default(conn)) or (
+            conn.execute(
+                select(j.c.id).where(j.c.alert.is_not(None), j.c.alert != "[]").limit(1)
+            ).first()
+            is not None
+        )
+        conn.rollback()
+        self._config_until = now + timedelta(seconds=CONFIG_EVERY)
+        return self._config
+
     def _enqueue(self, now: datetime) -> None:
-        since = now - timedelta(seconds=self.lookback)
-        self._known = {k: t for k, t in self._known.items() if t >= since}
+        # The first pass looks back `lookback`; later ones from the last pass, less an
+        # overlap for runs recorded late (clock skew between hosts, long commits).
+        oldest = now - timedelta(seconds=self.lookback)
+        since = oldest if self._since is None else max(oldest, self._since)
+        self._known = {k: t for k, t in self._known.items() if t >= oldest}
         r, j, a = schema.run, schema.job, schema.alert_outbox
         with self.store.engine.connect() as conn:
+            if not self._configured(conn, now):
+                return
             default = read_default(conn)
             if not self._primed:  # after a start: what others enqueued already
                 self._primed = True
                 for key, created in conn.execute(
-                    select(a.c.event_key, a.c.created).where(a.c.created >= to_db(since))
+                    select(a.c.event_key, a.c.created).where(a.c.created >= to_db(oldest))
                 ):
                     self._known[str(key)] = from_db(created) or now
             rows = conn.execute(
@@ -148,6 +174,7 @@ class AlertDispatcher:
                 .order_by(r.c.id)
             ).all()
             conn.rollback()
+            self._since = now - timedelta(seconds=OVERLAP)
             latest: dict[int, int] = {}
             for row in rows:
                 if row.outcome == "failed":

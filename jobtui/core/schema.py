@@ -174,6 +174,8 @@ run = Table(
     UniqueConstraint("job_id", "scheduled_for", name=RUN_SLOT_INDEX),
     Index("ix_jobtui_run_started", "started"),
     Index("ix_jobtui_run_outcome", "outcome"),
+    # the alert dispatchers' look at the latest failed and lost runs (core/alerting.py)
+    Index("ix_jobtui_run_outcome_finished", "outcome", "finished"),
     **MYSQL_TABLE_OPTIONS,
 )
 
@@ -390,6 +392,7 @@ def ensure_schema(engine: Engine) -> None:
     with engine.connect() as conn, backend.begin(conn):
         metadata.create_all(conn, checkfirst=True)
         _add_missing_columns(conn)
+        _add_missing_indexes(conn)
         backend.finish_schema(conn)
         _set_version(conn)
     backend.after_schema()
@@ -475,6 +478,17 @@ def _add_missing_columns(conn: Connection) -> None:
                 continue
             ddl = _column_ddl(column, conn.dialect)
             conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {ddl}"))
+
+
+def _add_missing_indexes(conn: Connection) -> None:
+    """Indexes a newer version defines on a table that already exists (create_all
+    makes a table's indexes only with the table)."""
+    insp = inspect(conn)
+    for table in metadata.sorted_tables:
+        have = {i["name"] for i in insp.get_indexes(table.name)}
+        for index in table.indexes:
+            if index.name not in have:
+                index.create(conn)
 
 
 def _column_ddl(column: Column[Any], dialect: Dialect) -> str:
