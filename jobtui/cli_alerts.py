@@ -52,7 +52,13 @@ def add_verb(verb: Callable[[str, str], argparse.ArgumentParser], db_option: Any
 
     action("show", "the default targets, secrets masked (the default action)")
     a = action("set", "set the default targets of jobs whose alert is not set (an admin)")
-    a.add_argument("targets", metavar="TARGET", nargs="+")
+    a.add_argument("targets", metavar="TARGET", nargs="*")
+    a.add_argument(
+        "--file",
+        metavar="FILE",
+        help="read the targets from FILE, one a line (# comments), so that a URL's "
+        "secret stays off the command line; - for stdin",
+    )
     action("clear", "no default targets")
     a = action(
         "test",
@@ -77,7 +83,10 @@ def cmd_alerts(args: argparse.Namespace, store: Any, emit: Callable[[str], None]
     if action == "test":
         return _test(args, store, emit, as_json)
     if action == "set":
-        targets = store.set_alert_default(alerts.parse(args.targets))
+        given = list(args.targets) + (_read_targets(args.file) if args.file else [])
+        if not given:
+            raise InvalidInput("no alert target given: give TARGET... or --file FILE")
+        targets = store.set_alert_default(alerts.parse(given))
     elif action == "clear":
         targets = store.set_alert_default([])
     else:
@@ -118,3 +127,23 @@ def _test(args: argparse.Namespace, store: Any, emit: Callable[[str], None], as_
         for target, outcome in results.items():
             emit(f"{target}: {outcome}")
     return 0 if all(v == "ok" for v in results.values()) else 1
+
+
+def _read_targets(path: str) -> list[str]:
+    import sys
+
+    try:
+        if path == "-":
+            text = sys.stdin.read(1_000_000)
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.read(1_000_000)
+    except OSError as exc:
+        raise InvalidInput(f"cannot read --file {path!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InvalidInput(f"cannot read --file {path!r}: not UTF-8 text") from None
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]

@@ -321,7 +321,7 @@ def test_command_alert_needs_an_allow_pattern_on_mariadb(mariadb_url: str, tmp_p
         store.close()
 
 
-def test_bad_alert_targets_are_refused_and_change_nothing(sqlite_url: str) -> None:
+def test_bad_alert_targets_are_refused_and_change_nothing(sqlite_url: str, tmp_path: Path) -> None:
     store = open_store(sqlite_url)
     try:
         store.submit("j", What("sql", "SELECT 1"), make_schedule("every", every="60"))
@@ -345,6 +345,17 @@ def test_bad_alert_targets_are_refused_and_change_nothing(sqlite_url: str) -> No
     r = subprocess.run([*cmd, "alerts", "--json"], capture_output=True, text=True)
     shown = json.loads(r.stdout)["default"]
     assert len(shown) == 1 and "s3cret" not in shown[0]
+    # from a file, secrets off the command line; nothing given or unreadable: exit 2
+    targets = tmp_path / "targets"
+    targets.write_text("# on call\njson://u:t0ken@127.0.0.1:9/a\ncommand:/bin/true\n")
+    r = subprocess.run(
+        [*cmd, "alerts", "set", "--file", str(targets), "--json"], capture_output=True, text=True
+    )
+    shown = json.loads(r.stdout)["default"]
+    assert len(shown) == 2 and "t0ken" not in r.stdout and shown[1] == "command:/bin/true"
+    for bad in (["alerts", "set"], ["alerts", "set", "--file", str(tmp_path / "nope")]):
+        r = subprocess.run([*cmd, *bad], capture_output=True, text=True)
+        assert r.returncode == 2, r.stderr
     r = subprocess.run(
         [*cmd, "alerts", "test", "--target", "command:/bin/false", "--timeout", "5"],
         capture_output=True,
