@@ -293,8 +293,9 @@ class EditScreen(ModalScreen[JobForm | None]):
         field.value = message.text
         field.placeholder = ALERT_HINT
         field.disabled = False
+        # a new value revalidates the form through Input.Changed; an empty one (the
+        # default, as stored) leaves the form as it was checked: nothing to save
         self._alert_loaded = True
-        self._revalidate()
 
     # ------------------------------------------------------------------ reading the form
 
