@@ -55,7 +55,7 @@ FIELDS = (
     "max-failures",
     "alert",
 )
-ALERT_HINT = "empty: the default; none; command:/path or URLs, space-separated"
+ALERT_HINT = "empty: default; none; command:/path or URLs"
 TARGET_HINT = {
     "sql": "one SQL statement",
     "action": "registered action name, e.g. demo.sleep",
@@ -242,26 +242,24 @@ class EditScreen(ModalScreen[JobForm | None]):
                         validators=[FieldCheck(check_description)],
                     ),
                 )
-                yield from _row(
-                    "Max failures",
-                    Input(
+                # one row for both: the form still fits 80x24 with the alert field
+                with Horizontal(classes="field"):
+                    yield Label("Max failures", classes="label")
+                    yield Input(
                         str(job.max_failures if job else 16),
                         id="max-failures",
                         compact=True,
                         validators=[FieldCheck(check_max_failures)],
-                    ),
-                )
-                yield from _row(
-                    "Alert",
-                    Input(
+                    )
+                    yield Label("Alert", classes="label beside")
+                    yield Input(
                         "",
                         id="alert",
                         compact=True,
                         placeholder="loading…" if job else ALERT_HINT,
                         disabled=job is not None,
                         validators=[FieldCheck(lambda v: alerts.from_text(v, deep=False))],
-                    ),
-                )
+                    )
             yield Static(id="form-error")
             yield Static(id="preview")
             with Horizontal(classes="buttons"):
