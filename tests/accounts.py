@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pymysql
 import pytest
@@ -94,3 +95,27 @@ def _revoke_database_grants(cur: pymysql.cursors.Cursor, database: str) -> None:
     )
     for role, db in cur.fetchall():
         cur.execute(f"REVOKE ALL PRIVILEGES ON `{db}`.* FROM `{role}`")
+
+
+def sql_call(conn: Any, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Run one statement (a CALL may return several result sets) and its first rows."""
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        rows = list(cur.fetchall())
+        while cur.nextset():
+            pass
+        return rows
+
+
+def sql_submit(conn: Any, db: str, proc: str, *args: Any) -> int:
+    """CALL one of the SQL interface's submit procedures; the new job's number."""
+    marks = ", ".join(["%s"] * len(args))
+    sql_call(conn, f"CALL `{db}`.`{proc}`(@jobtui_t_job, {marks})", args)
+    return int(sql_call(conn, "SELECT @jobtui_t_job")[0][0])
+
+
+def sql_refused(conn: Any, sql: str, args: tuple[Any, ...] = ()) -> tuple[int, str]:
+    """The error code and message of a statement that must be refused."""
+    with pytest.raises(pymysql.err.MySQLError) as info:
+        sql_call(conn, sql, args)
+    return int(info.value.args[0]), str(info.value.args[1])

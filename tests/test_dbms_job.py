@@ -11,7 +11,7 @@ from typing import Any
 
 import pymysql
 import pytest
-from accounts import Server
+from accounts import Server, sql_call, sql_refused, sql_submit
 from conftest import admin_connection
 
 pytestmark = pytest.mark.mariadb
@@ -45,31 +45,10 @@ def app(server: Server) -> Iterator[str]:
         root.close()
 
 
-def _call(conn: Any, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with conn.cursor() as cur:
-        cur.execute(sql, args)
-        rows = list(cur.fetchall())
-        while cur.nextset():
-            pass
-        return rows
-
-
-def _submit(conn: Any, db: str, proc: str, *args: Any) -> int:
-    marks = ", ".join(["%s"] * len(args))
-    _call(conn, f"CALL `{db}`.`{proc}`(@jobtui_t_job, {marks})", args)
-    return int(_call(conn, "SELECT @jobtui_t_job")[0][0])
-
-
-def _refused(conn: Any, sql: str, args: tuple[Any, ...] = ()) -> tuple[int, str]:
-    with pytest.raises(pymysql.err.MySQLError) as info:
-        _call(conn, sql, args)
-    return int(info.value.args[0]), str(info.value.args[1])
-
-
 def _root(server: Server, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     conn = admin_connection(server.database)
     try:
-        return _call(conn, sql, args)
+        return sql_call(conn, sql, args)
     finally:
         conn.close()
 
@@ -104,8 +83,8 @@ def test_run_evaluates_the_interval_before_the_job_runs(server: Server, app: str
     db = server.database
     conn = server.raw("alice")
     try:
-        job = _submit(conn, db, "submit", "DO SLEEP(3)", "2030-01-01", "NOW() + INTERVAL 1 DAY")
-        _call(conn, f"CALL `{db}`.run(%s)", (job,))
+        job = sql_submit(conn, db, "submit", "DO SLEEP(3)", "2030-01-01", "NOW() + INTERVAL 1 DAY")
+        sql_call(conn, f"CALL `{db}`.run(%s)", (job,))
     finally:
         conn.close()
     (run,) = _runs(server, job)
@@ -131,7 +110,7 @@ def test_failed_sql_runs_back_off_1_2_4_minutes(server: Server, app: str) -> Non
     db = server.database
     conn = server.raw("alice")
     try:
-        job = _submit(
+        job = sql_submit(
             conn,
             db,
             "submit",
@@ -141,7 +120,7 @@ def test_failed_sql_runs_back_off_1_2_4_minutes(server: Server, app: str) -> Non
         )
         waits = []
         for _ in range(3):
-            code, _message = _refused(conn, f"CALL `{db}`.run(%s)", (job,))
+            code, _message = sql_refused(conn, f"CALL `{db}`.run(%s)", (job,))
             assert code == 1406
             waits.append(_minutes_to_retry(server, job))
     finally:
@@ -164,11 +143,11 @@ def test_a_failing_run_in_an_autocommit_session_rolls_back_all_its_work(
     db = server.database
     conn = server.raw("alice")  # autocommit, as the mariadb client
     try:
-        assert _call(conn, "SELECT @@autocommit") == [(1,)]
-        job = _submit(conn, db, "submit", f"CALL `{app}`.two()", "2030-01-01", None)
-        code, message = _refused(conn, f"CALL `{db}`.run(%s)", (job,))
+        assert sql_call(conn, "SELECT @@autocommit") == [(1,)]
+        job = sql_submit(conn, db, "submit", f"CALL `{app}`.two()", "2030-01-01", None)
+        code, message = sql_refused(conn, f"CALL `{db}`.run(%s)", (job,))
         assert code == 1406 and "Data too long" in message
-        assert _call(conn, f"SELECT x FROM `{app}`.t") == []
+        assert sql_call(conn, f"SELECT x FROM `{app}`.t") == []
     finally:
         conn.close()
     assert _root(server, f"SELECT x FROM `{app}`.t") == []
@@ -177,8 +156,10 @@ def test_a_failing_run_in_an_autocommit_session_rolls_back_all_its_work(
     # a good run in the same kind of session commits its work
     conn = server.raw("alice")
     try:
-        ok = _submit(conn, db, "submit", f"INSERT INTO `{app}`.t VALUES ('ok')", "2030-01-01", None)
-        _call(conn, f"CALL `{db}`.run(%s)", (ok,))
+        ok = sql_submit(
+            conn, db, "submit", f"INSERT INTO `{app}`.t VALUES ('ok')", "2030-01-01", None
+        )
+        sql_call(conn, f"CALL `{db}`.run(%s)", (ok,))
     finally:
         conn.close()
     assert _root(server, f"SELECT x FROM `{app}`.t") == [("ok",)]
@@ -191,8 +172,8 @@ def test_a_failed_sql_run_is_not_retried_after_the_window(server: Server, app: s
     db = server.database
     conn = server.raw("alice")
     try:
-        finish = _call(conn, "SELECT UTC_TIMESTAMP(6) + INTERVAL 30 SECOND")[0][0]
-        job = _submit(
+        finish = sql_call(conn, "SELECT UTC_TIMESTAMP(6) + INTERVAL 30 SECOND")[0][0]
+        job = sql_submit(
             conn,
             db,
             "submit_job",
@@ -203,13 +184,13 @@ def test_a_failed_sql_run_is_not_retried_after_the_window(server: Server, app: s
             finish,
         )
         # the first failure: its slot (due now, inside the window) stays the next run
-        code, _message = _refused(conn, f"CALL `{db}`.run(%s)", (job,))
+        code, _message = sql_refused(conn, f"CALL `{db}`.run(%s)", (job,))
         assert code == 1406
         row = _job(server, job)
         assert row["phase"] == "ERROR" and row["next_run"] is not None
         assert row["next_run"] <= finish
         # the second: the next grid slot is past the window, the retry (2 minutes) too
-        code, _message = _refused(conn, f"CALL `{db}`.run(%s)", (job,))
+        code, _message = sql_refused(conn, f"CALL `{db}`.run(%s)", (job,))
         assert code == 1406
     finally:
         conn.close()
@@ -230,7 +211,7 @@ def test_user_export_keeps_an_interval_jobs_next_date(server: Server, app: str) 
     db = server.database
     conn = server.raw("alice")
     try:
-        job = _submit(
+        job = sql_submit(
             conn,
             db,
             "submit_named",
@@ -239,8 +220,8 @@ def test_user_export_keeps_an_interval_jobs_next_date(server: Server, app: str) 
             "2030-01-01 03:00:00",
             "NOW() + INTERVAL 1 YEAR",
         )
-        _call(conn, f"CALL `{db}`.user_export(%s, @mycall)", (job,))
-        mycall = str(_call(conn, "SELECT @mycall")[0][0])
+        sql_call(conn, f"CALL `{db}`.user_export(%s, @mycall)", (job,))
+        mycall = str(sql_call(conn, "SELECT @mycall")[0][0])
         store = server.store("alice")
         try:
             stored = store.get("yearly")
@@ -250,11 +231,11 @@ def test_user_export_keeps_an_interval_jobs_next_date(server: Server, app: str) 
         finally:
             store.close()
         assert "'2030-01-01 03:00:00.000000'" in mycall
-        _call(conn, f"CALL `{db}`.remove(%s)", (job,))
-        _call(conn, "SET @recreate = @mycall")
-        _call(conn, "PREPARE recreate FROM @recreate")
-        _call(conn, "EXECUTE recreate")
-        again = int(_call(conn, "SELECT @job")[0][0])
+        sql_call(conn, f"CALL `{db}`.remove(%s)", (job,))
+        sql_call(conn, "SET @recreate = @mycall")
+        sql_call(conn, "PREPARE recreate FROM @recreate")
+        sql_call(conn, "EXECUTE recreate")
+        again = int(sql_call(conn, "SELECT @job")[0][0])
     finally:
         conn.close()
     row = _job(server, again)
@@ -270,7 +251,7 @@ def test_total_time_counts_a_failed_sql_run(server: Server, app: str) -> None:
     db = server.database
     conn = server.raw("alice")
     try:
-        job = _submit(
+        job = sql_submit(
             conn,
             db,
             "submit",
@@ -278,9 +259,9 @@ def test_total_time_counts_a_failed_sql_run(server: Server, app: str) -> None:
             "2030-01-01",
             None,
         )
-        code, _message = _refused(conn, f"CALL `{db}`.run(%s)", (job,))
+        code, _message = sql_refused(conn, f"CALL `{db}`.run(%s)", (job,))
         assert code == 1406
-        (row,) = _call(conn, f"SELECT total_time FROM `{db}`.user_jobs WHERE job = %s", (job,))
+        (row,) = sql_call(conn, f"SELECT total_time FROM `{db}`.user_jobs WHERE job = %s", (job,))
     finally:
         conn.close()
     (run,) = _runs(server, job)
@@ -314,7 +295,7 @@ def test_removing_a_running_job_drops_its_routines(server: Server, app: str) -> 
     pool = RunnerPool(store, threads=2, poll=0.1, name="remove26")
     pool.start()
     try:
-        job = _submit(conn, db, "submit", "DO SLEEP(30)", None, "NOW() + INTERVAL 1 DAY")
+        job = sql_submit(conn, db, "submit", "DO SLEEP(30)", None, "NOW() + INTERVAL 1 DAY")
         assert _routines_of(server, job)  # the what and the interval routines
         assert wait_for(lambda: bool(_job(server, job).get("running")), 15)
         with conn.cursor() as cur:
@@ -352,12 +333,12 @@ def test_dbms_jobs_job_parameter_is_refused_at_submit_with_a_clear_message(
                 ("submit_named", ("j", what, None, None)),
             ):
                 marks = ", ".join(["%s"] * len(args))
-                code, message = _refused(conn, f"CALL `{db}`.`{proc}`(@j, {marks})", args)
+                code, message = sql_refused(conn, f"CALL `{db}`.`{proc}`(@j, {marks})", args)
                 assert code == 1644 and "DBMS_JOB's job number" in message, (proc, what)
                 assert "CALL what(@j, CONCAT(" in message
         assert _root(server, "SELECT COUNT(*) FROM jobtui_job") == before
         # a string 'job' is an ordinary literal argument
-        ok = _submit(conn, db, "submit", f"INSERT INTO `{app}`.t VALUES ('job')", None, None)
+        ok = sql_submit(conn, db, "submit", f"INSERT INTO `{app}`.t VALUES ('job')", None, None)
         assert _job(server, ok)["what_kind"] == "sql"
     finally:
         conn.close()

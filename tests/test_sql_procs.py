@@ -22,7 +22,7 @@ from typing import Any
 
 import pymysql
 import pytest
-from accounts import Server
+from accounts import Server, sql_call, sql_refused, sql_submit
 from conftest import admin_connection
 from procs import wait_for
 
@@ -73,32 +73,10 @@ def _session(server: Server, key: str) -> pymysql.connections.Connection:
     return server.raw(key)
 
 
-def _call(conn: Any, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with conn.cursor() as cur:
-        cur.execute(sql, args)
-        rows = list(cur.fetchall())
-        while cur.nextset():
-            pass
-        return rows
-
-
-def _submit(conn: Any, db: str, proc: str, *args: Any) -> int:
-    marks = ", ".join(["%s"] * len(args))
-    _call(conn, f"CALL `{db}`.`{proc}`(@jobtui_t_job, {marks})", args)
-    return int(_call(conn, "SELECT @jobtui_t_job")[0][0])
-
-
-def _refused(conn: Any, sql: str, args: tuple[Any, ...] = ()) -> tuple[int, str]:
-    with pytest.raises(pymysql.err.MySQLError) as info:
-        _call(conn, sql, args)
-    code, message = info.value.args[0], str(info.value.args[1])
-    return int(code), message
-
-
 def _root_rows(server: Server, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     conn = admin_connection(server.database)
     try:
-        return _call(conn, sql, args)
+        return sql_call(conn, sql, args)
     finally:
         conn.close()
 
@@ -176,8 +154,8 @@ def test_sql_submitted_call_sql_and_expr_jobs_run_through_a_runner_as_their_owne
     db, alice = server.database, server.names["alice"]
     conn = _session(server, "alice")
     try:
-        call_job = _submit(conn, db, "submit", f"CALL {app}.ins('c''1')", None, None)
-        sql_job = _submit(
+        call_job = sql_submit(conn, db, "submit", f"CALL {app}.ins('c''1')", None, None)
+        sql_job = sql_submit(
             conn,
             db,
             "submit_named",
@@ -186,7 +164,7 @@ def test_sql_submitted_call_sql_and_expr_jobs_run_through_a_runner_as_their_owne
             None,
             "",
         )
-        expr_job = _submit(
+        expr_job = sql_submit(
             conn,
             db,
             "submit_job",
@@ -240,7 +218,7 @@ def test_digest_of_unusual_text_matches_the_command_lines(server: Server) -> Non
     statement = "SELECT 'hé \"q\" \\\\ back\ttab\nline 😀 ✓' AS x, `id` FROM jobtui_user_job  ;"
     conn = _session(server, "alice")
     try:
-        job = _submit(conn, db, "submit_named", "odd", statement, None, None)
+        job = sql_submit(conn, db, "submit_named", "odd", statement, None, None)
     finally:
         conn.close()
     row = _job(server, job)
@@ -259,7 +237,7 @@ def test_bob_and_an_admin_cannot_call_anything_on_alices_job(server: Server, app
     db = server.database
     conn = _session(server, "alice")
     try:
-        job = _submit(conn, db, "submit", f"CALL {app}.ins('a')", None, "NOW() + INTERVAL 1 DAY")
+        job = sql_submit(conn, db, "submit", f"CALL {app}.ins('a')", None, "NOW() + INTERVAL 1 DAY")
     finally:
         conn.close()
     before = _state(server)
@@ -282,7 +260,7 @@ def _refuse_all(server: Server, key: str, job: int) -> None:
             (f"CALL `{db}`.run(%s)", (job,)),
             (f"CALL `{db}`.jobtui_sql_run_begin(%s, @s)", (job,)),
         ]:
-            code, message = _refused(bob, sql, args)
+            code, message = sql_refused(bob, sql, args)
             assert code == 1644, (sql, code, message)
             assert message == (
                 f"job {job} is not one of your jobs (no such job, or another account owns it)"
@@ -295,7 +273,7 @@ def test_an_operator_reaches_no_table_the_helpers_write(server: Server) -> None:
     bob = _session(server, "bob")
     try:
         for table in ("jobtui_run", "jobtui_job", "jobtui_secret"):
-            code, _ = _refused(bob, f"SELECT * FROM `{server.database}`.{table}")
+            code, _ = sql_refused(bob, f"SELECT * FROM `{server.database}`.{table}")
             assert code == 1142, table
     finally:
         bob.close()
@@ -308,7 +286,7 @@ def test_bad_arguments_are_refused_and_change_nothing(server: Server, app: str) 
     db = server.database
     conn = _session(server, "alice")
     try:
-        job = _submit(conn, db, "submit_named", "good", "SELECT 1", None, None)
+        job = sql_submit(conn, db, "submit_named", "good", "SELECT 1", None, None)
         before = _state(server)
         submit = f"CALL `{db}`.submit(@j, %s, %s, %s)"
         native = f"CALL `{db}`.submit_job(@j, %s, 'SELECT 1', %s, %s, %s)"
@@ -352,7 +330,7 @@ def test_bad_arguments_are_refused_and_change_nothing(server: Server, app: str) 
             (f"CALL `{db}`.set_interval(%s, 'NOW()')", (job,), "not after NOW()"),
         ]
         for sql, args, expected in cases:
-            code, message = _refused(conn, sql, args)
+            code, message = sql_refused(conn, sql, args)
             assert code == 1644 and expected in message, (args, message)
             assert _state(server) == before, args
     finally:
@@ -368,10 +346,10 @@ def test_run_runs_in_the_callers_session_records_it_and_raises_the_jobs_error(
     db = server.database
     conn = _session(server, "alice")
     try:
-        good = _submit(
+        good = sql_submit(
             conn, db, "submit_named", "good", f"CALL {app}.ins('run')", "2030-01-01", None
         )
-        bad = _submit(
+        bad = sql_submit(
             conn,
             db,
             "submit_named",
@@ -380,10 +358,10 @@ def test_run_runs_in_the_callers_session_records_it_and_raises_the_jobs_error(
             None,
             None,
         )
-        _call(conn, f"CALL `{db}`.broken(%s, TRUE, NULL)", (good,))
+        sql_call(conn, f"CALL `{db}`.broken(%s, TRUE, NULL)", (good,))
         assert _job(server, good)["status"] == "BROKEN"
-        cid = int(_call(conn, "SELECT CONNECTION_ID()")[0][0])
-        _call(conn, f"CALL `{db}`.run(%s)", (good,))  # even when broken
+        cid = int(sql_call(conn, "SELECT CONNECTION_ID()")[0][0])
+        sql_call(conn, f"CALL `{db}`.run(%s)", (good,))  # even when broken
         assert _root_rows(server, f"SELECT who, tag FROM `{app}`.who") == [
             (f"{server.names['alice']}@%", "run")
         ]
@@ -392,7 +370,7 @@ def test_run_runs_in_the_callers_session_records_it_and_raises_the_jobs_error(
         assert row["running"] == 0 and row["last_outcome"] == "ok"
         assert str(row["next_run"]).startswith("2030-01-01")  # the once job's slot stays
         # the job's own error, errno and text, and a failure counted
-        code, message = _refused(conn, f"CALL `{db}`.run(%s)", (bad,))
+        code, message = sql_refused(conn, f"CALL `{db}`.run(%s)", (bad,))
         assert code == 1406 and "Data too long" in message
         row = _job(server, bad)
         assert row["failures"] == 1 and row["last_outcome"] == "failed"
@@ -410,15 +388,15 @@ def test_run_runs_in_the_callers_session_records_it_and_raises_the_jobs_error(
         key = _root_rows(server, "SELECT value FROM jobtui_secret")[0][0]
         holder = admin_connection(db)
         try:
-            got = _call(holder, "SELECT GET_LOCK(%s, 0)", (lock_name(key, db, good),))
+            got = sql_call(holder, "SELECT GET_LOCK(%s, 0)", (lock_name(key, db, good),))
             assert got == [(1,)]
             before = _state(server)
-            code, message = _refused(conn, f"CALL `{db}`.run(%s)", (good,))
+            code, message = sql_refused(conn, f"CALL `{db}`.run(%s)", (good,))
             assert code == 1644 and "is running now" in message
             assert _state(server) == before
         finally:
             holder.close()
-        _call(conn, f"CALL `{db}`.run(%s)", (good,))  # the lock went with its session
+        sql_call(conn, f"CALL `{db}`.run(%s)", (good,))  # the lock went with its session
         assert _job(server, good)["cycles"] == 2
     finally:
         conn.close()
@@ -429,13 +407,13 @@ def test_a_killed_sql_run_is_recorded_lost_and_a_live_one_is_left_alone(
 ) -> None:
     db = server.database
     conn = _session(server, "alice")
-    job = _submit(conn, db, "submit_named", "slow", "DO SLEEP(60)", "2030-01-01", None)
-    cid = int(_call(conn, "SELECT CONNECTION_ID()")[0][0])
+    job = sql_submit(conn, db, "submit_named", "slow", "DO SLEEP(60)", "2030-01-01", None)
+    cid = int(sql_call(conn, "SELECT CONNECTION_ID()")[0][0])
     errors: list[BaseException] = []
 
     def run() -> None:
         try:
-            _call(conn, f"CALL `{db}`.run(%s)", (job,))
+            sql_call(conn, f"CALL `{db}`.run(%s)", (job,))
         except BaseException as exc:  # the KILL ends it
             errors.append(exc)
 
@@ -449,7 +427,7 @@ def test_a_killed_sql_run_is_recorded_lost_and_a_live_one_is_left_alone(
         assert _root_rows(server, "SELECT outcome FROM jobtui_run") == [("running",)]
         root = admin_connection()
         try:
-            _call(root, f"KILL CONNECTION {cid}")
+            sql_call(root, f"KILL CONNECTION {cid}")
         finally:
             root.close()
         thread.join(10)
@@ -477,7 +455,7 @@ def test_changes_through_sql_reach_a_running_pool_within_a_second(server: Server
     conn = _session(server, "alice")
     try:
         with _runner(server):
-            job = _submit(
+            job = sql_submit(
                 conn,
                 db,
                 "submit_job",
@@ -488,15 +466,15 @@ def test_changes_through_sql_reach_a_running_pool_within_a_second(server: Server
                 None,
             )
             assert wait_for(lambda: count() >= 2, 10)
-            _call(conn, f"CALL `{db}`.broken(%s, TRUE, NULL)", (job,))
+            sql_call(conn, f"CALL `{db}`.broken(%s, TRUE, NULL)", (job,))
             time.sleep(1.0)  # a run claimed before the change may still end
             stopped = count()
             time.sleep(2.0)
             assert count() == stopped
-            _call(conn, f"CALL `{db}`.broken(%s, FALSE, NULL)", (job,))
+            sql_call(conn, f"CALL `{db}`.broken(%s, FALSE, NULL)", (job,))
             assert wait_for(lambda: count() >= stopped + 2, 5)
             # a new statement through what(): the runner runs the new routine
-            _call(conn, f"CALL `{db}`.what(%s, %s)", (job, f"CALL {app}.ins('w')"))
+            sql_call(conn, f"CALL `{db}`.what(%s, %s)", (job, f"CALL {app}.ins('w')"))
             assert wait_for(
                 lambda: (
                     _root_rows(server, f"SELECT COUNT(*) FROM `{app}`.who WHERE tag = 'w'")[0][0]
@@ -504,16 +482,16 @@ def test_changes_through_sql_reach_a_running_pool_within_a_second(server: Server
                 ),
                 5,
             )
-            _call(conn, f"CALL `{db}`.remove(%s)", (job,))
+            sql_call(conn, f"CALL `{db}`.remove(%s)", (job,))
             assert wait_for(lambda: not _job(server, job), 5)
-            cron = _submit(
+            cron = sql_submit(
                 conn, db, "submit_job", "cronjob", "SELECT 1", "cron 0 3 * * * UTC", None, None
             )
             assert _job(server, cron)["next_run"] is None
             armed = wait_for(lambda: _job(server, cron)["next_run"], 10)
             assert armed.hour == 3 and armed.minute == 0 and armed.second == 0
             # a zone only the runners can check: the arming marks the job BROKEN, saying why
-            bad = _submit(
+            bad = sql_submit(
                 conn,
                 db,
                 "submit_job",
@@ -607,7 +585,7 @@ def test_an_admins_init_recreates_them_with_its_role_as_definer_and_keeps_the_gr
     db = server.database
     root = admin_connection(db)
     try:
-        _call(root, "DELETE FROM jobtui_meta WHERE `key` = 'sql_api'")  # as after an upgrade
+        sql_call(root, "DELETE FROM jobtui_meta WHERE `key` = 'sql_api'")  # as after an upgrade
     finally:
         root.close()
     assert main(["--db", server.url_for("adm"), "init"]) == 0
@@ -623,8 +601,8 @@ def test_an_admins_init_recreates_them_with_its_role_as_definer_and_keeps_the_gr
     # alice's EXECUTE survived the CREATE OR REPLACE, and run works with the new helpers
     conn = _session(server, "alice")
     try:
-        job = _submit(conn, db, "submit", f"CALL {app}.ins('after')", "2030-01-01", None)
-        _call(conn, f"CALL `{db}`.run(%s)", (job,))
+        job = sql_submit(conn, db, "submit", f"CALL {app}.ins('after')", "2030-01-01", None)
+        sql_call(conn, f"CALL `{db}`.run(%s)", (job,))
     finally:
         conn.close()
     assert _root_rows(server, f"SELECT tag FROM `{app}`.who") == [("after",)]
@@ -648,24 +626,26 @@ def test_setters_write_rows_and_routines_the_command_line_reads(server: Server, 
     conn = _session(server, "alice")
     store = server.store("alice")
     try:
-        job = _submit(conn, db, "submit_named", "setme", "SELECT 1", None, "NOW() + INTERVAL 1 DAY")
+        job = sql_submit(
+            conn, db, "submit_named", "setme", "SELECT 1", None, "NOW() + INTERVAL 1 DAY"
+        )
         assert functions(job) == {routines.for_expr(job, "NOW() + INTERVAL 1 DAY", role).name}
         before = _state(server)
-        _call(conn, f"CALL `{db}`.`change`(%s, NULL, NULL, NULL)", (job,))
+        sql_call(conn, f"CALL `{db}`.`change`(%s, NULL, NULL, NULL)", (job,))
         assert _state(server) == before  # nothing given, nothing changed
-        _call(conn, f"CALL `{db}`.next_date(%s, '2031-05-05 10:00:00')", (job,))
+        sql_call(conn, f"CALL `{db}`.next_date(%s, '2031-05-05 10:00:00')", (job,))
         got = store.get("setme")
         assert got.problem is None and got.next_run is not None
         assert got.next_run.isoformat() == "2031-05-05T10:00:00+00:00"
-        _call(conn, f"CALL `{db}`.set_interval(%s, 'NOW() + INTERVAL 2 HOUR')", (job,))
+        sql_call(conn, f"CALL `{db}`.set_interval(%s, 'NOW() + INTERVAL 2 HOUR')", (job,))
         got = store.get("setme")
         assert got.problem is None and got.schedule.expr == "NOW() + INTERVAL 2 HOUR"
         assert functions(job) == {routines.for_expr(job, "NOW() + INTERVAL 2 HOUR", role).name}
         assert got.next_run is not None and got.next_run.year == 2031  # DBMS_JOB: next stays
-        _call(conn, f"CALL `{db}`.set_interval(%s, NULL)", (job,))
+        sql_call(conn, f"CALL `{db}`.set_interval(%s, NULL)", (job,))
         got = store.get("setme")
         assert got.problem is None and got.schedule.kind == "once" and functions(job) == set()
-        _call(conn, f"CALL `{db}`.what(%s, %s)", (job, f"CALL {app}.ins('w')"))
+        sql_call(conn, f"CALL `{db}`.what(%s, %s)", (job, f"CALL {app}.ins('w')"))
         got = store.get("setme")
         assert got.what == What("call", f"{app}.ins", ("w",)) and got.problem is None
     finally:
@@ -679,9 +659,9 @@ def test_remove_of_a_job_running_in_a_sql_session_deletes_it_when_the_run_ends(
     db = server.database
     runner_conn, other = _session(server, "alice"), _session(server, "alice")
     try:
-        job = _submit(runner_conn, db, "submit_named", "nap", "DO SLEEP(2)", "2030-01-01", None)
+        job = sql_submit(runner_conn, db, "submit_named", "nap", "DO SLEEP(2)", "2030-01-01", None)
         thread = threading.Thread(
-            target=lambda: _call(runner_conn, f"CALL `{db}`.run(%s)", (job,)), daemon=True
+            target=lambda: sql_call(runner_conn, f"CALL `{db}`.run(%s)", (job,)), daemon=True
         )
         thread.start()
         assert wait_for(lambda: _job(server, job).get("running") == 1, 10)
@@ -711,12 +691,12 @@ def test_the_callers_time_zone_does_not_matter(server: Server) -> None:
     db = server.database
     conn = _session(server, "alice")
     try:
-        _call(conn, "SET time_zone = '-05:00'")
-        job = _submit(conn, db, "submit", "SELECT 1", None, "NOW() + INTERVAL 1 MINUTE")
+        sql_call(conn, "SET time_zone = '-05:00'")
+        job = sql_submit(conn, db, "submit", "SELECT 1", None, "NOW() + INTERVAL 1 MINUTE")
         utc_now = _root_rows(server, "SELECT UTC_TIMESTAMP(6)")[0][0]
         next_run = _job(server, job)["next_run"]
         assert abs((utc_now - next_run).total_seconds()) < 60
-        code, message = _refused(
+        code, message = sql_refused(
             conn, f"CALL `{db}`.submit(@j, 'SELECT 1', NULL, 'NOW() - INTERVAL 1 MINUTE')"
         )
         assert code == 1644 and "(UTC), which is not after NOW()" in message
