@@ -6,17 +6,15 @@ import json
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from samples import sample_job
 
 from jobtui.core.db import mask_text, mask_url, parse_url, resolve_url
 from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobNotFound
 from jobtui.core.jobdefs import check_description, check_max_failures, merge_schedule
 from jobtui.core.model import (
-    Intent,
-    Job,
     Outcome,
     Run,
     Schedule,
-    Status,
     What,
     check_identifier,
     check_job_name,
@@ -124,30 +122,8 @@ def test_what_kinds_and_args() -> None:
             What("action", bad)
 
 
-def _job(**over: object) -> Job:
-    base: dict[str, object] = {
-        "id": 1,
-        "owner": "root@localhost",
-        "name": "j",
-        "description": "",
-        "what": What("sql", "SELECT 1"),
-        "schedule": Schedule("every", every=5.0),
-        "status": Status.SLEEPING,
-        "intent": Intent.ENABLED,
-        "broken": False,
-        "failures": 0,
-        "max_failures": 16,
-        "cycles": 3,
-        "created": datetime(2026, 1, 1, tzinfo=UTC),
-        "next_run": datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC),
-        "last_outcome": Outcome.OK,
-    }
-    base.update(over)
-    return Job(**base)  # type: ignore[arg-type]
-
-
 def test_job_json_shape() -> None:
-    data = _job().to_dict()
+    data = sample_job().to_dict()
     for key in (
         "id",
         "owner",

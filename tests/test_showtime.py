@@ -5,33 +5,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from samples import sample_job
 
-from jobtui.core.model import Intent, Job, Outcome, Schedule, Status, What
+from jobtui.core.model import Intent, Job, Status
 from jobtui.core.showtime import halted, show_time, shown_next_run
 
 NEXT = datetime(2026, 12, 5, 2, 0, tzinfo=UTC)
 
 
 def _job(**over: object) -> Job:
-    base: dict[str, object] = {
-        "id": 1,
-        "owner": "root@localhost",
-        "name": "j",
-        "description": "",
-        "what": What("sql", "SELECT 1"),
-        "schedule": Schedule("every", every=5.0),
-        "status": Status.SLEEPING,
-        "intent": Intent.ENABLED,
-        "broken": False,
-        "failures": 0,
-        "max_failures": 16,
-        "cycles": 3,
-        "created": datetime(2026, 1, 1, tzinfo=UTC),
-        "next_run": NEXT,
-        "last_outcome": Outcome.OK,
-    }
-    base.update(over)
-    return Job(**base)  # type: ignore[arg-type]
+    return sample_job(**{"next_run": NEXT, **over})
 
 
 @pytest.mark.parametrize(
