@@ -13,6 +13,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from demo_db import make_demo
 from test_cli import Cli
@@ -116,19 +117,31 @@ def test_a_changed_schedule_is_previewed_as_show_lists_it_once_saved(db_url: str
         store.close()
 
 
-def _form_preview(text: str) -> tuple[list[str], str | None]:
-    """The form's preview as (times to the second, the 'none (...)' reason)."""
-    times = re.findall(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC", text)
+def _instants(local: list[str], zone: str | None) -> list[str]:
+    """Wall-clock times shown in ``zone`` (UTC when None), as UTC instants to the second."""
+    tz = ZoneInfo(zone) if zone else UTC
+    return [
+        datetime.fromisoformat(t).replace(tzinfo=tz).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+        for t in local
+    ]
+
+
+def _form_preview(text: str, zone: str | None) -> tuple[list[str], str | None]:
+    """The form's preview as (UTC instants to the second, the 'none (...)' reason); the
+    form shows each time in the schedule's zone, labelled."""
+    local = re.findall(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \S+", text)
     none = re.search(r"none \((.*)\)", text)
-    return times, none.group(1) if none else None
+    return _instants(local, zone), none.group(1) if none else None
 
 
 def _show_upcoming(out: str) -> tuple[list[str], str | None]:
-    """``jobtui show``'s upcoming lines, the same way."""
+    """``jobtui show``'s upcoming lines, the same way: shown in the zone that
+    ``upcoming (ZONE):`` names, each time labelled or not."""
     tail = out[out.index("upcoming") :]
-    times = re.findall(r"^  (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)$", tail, re.MULTILINE)
+    zone = re.match(r"upcoming \(([^)]+)\):", tail)
+    local = re.findall(r"^  (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?: \S+)?$", tail, re.MULTILINE)
     none = re.match(r"upcoming: none \((.*)\)", tail)
-    return times, none.group(1) if none else None
+    return _instants(local, zone.group(1) if zone else None), none.group(1) if none else None
 
 
 async def test_the_edit_form_and_jobtui_show_list_the_same_next_runs(
@@ -136,6 +149,7 @@ async def test_the_edit_form_and_jobtui_show_list_the_same_next_runs(
 ) -> None:
     store0 = open_store(sqlite_url)
     names = define(store0)
+    zones = {name: store0.get(name).schedule.tz for name in names}
     store0.close()
     cli = Cli(sqlite_url, tmp_path)
     async with console(sqlite_url, refresh=5.0) as (app, pilot, _store):
@@ -145,7 +159,7 @@ async def test_the_edit_form_and_jobtui_show_list_the_same_next_runs(
             await settle(app, pilot, 3)
             form = app.screen
             assert isinstance(form, EditScreen)
-            on_form = _form_preview(str(form.query_one("#preview").render()))
+            on_form = _form_preview(str(form.query_one("#preview").render()), zones[name])
             by_show = _show_upcoming(cli("show", name).stdout)
             assert on_form == by_show, name
             if name in HALTED:
