@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
 from jobtui import __version__, cli_events
@@ -31,7 +31,7 @@ from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobtuiError
 from jobtui.core.expressions import why_no_runs
 from jobtui.core.jobdefs import UNSET
 from jobtui.core.model import Job, Run, What, check_job_name
-from jobtui.core.showtime import halted, show_time, shown_next_run
+from jobtui.core.showtime import halted, show_time, shown_next_run, zone_of
 from jobtui.core.store import JobStore, RunnerInfo, open_store
 from jobtui.core.timeutil import aware, iso, parse_when
 from jobtui.core.transitions import status_marks
@@ -40,6 +40,7 @@ PROG = "jobtui"
 DEBUG_VAR = "JOBTUI_DEBUG"
 HEARTBEAT_TIMEOUT = 15.0  # seconds; the runner pool's default: older heartbeats are dead
 UPCOMING = 5
+FIRST_RUN_NOW = timedelta(seconds=1)  # submit says "first run now" within this of now
 DEFAULT_LOG_LIMIT = 20
 
 EXIT_OK = 0
@@ -504,9 +505,18 @@ def build_parser() -> argparse.ArgumentParser:
         "Run one job's schedule in the foreground, like the job$run loop of a "
         "stored-procedure job runner: hold the job's lock, run each due slot and run-now "
         "request, and stop when the schedule has no more slots (exit 0), the job is "
-        "aborted or removed (exit 3), or on Ctrl-C (exit 130; a run in flight is aborted)."
+        "aborted or removed (exit 3), or on Ctrl-C (exit 130; a run in flight is aborted). "
+        "On MySQL/MariaDB it needs a runner account (jobtui grant ACCOUNT --runner), "
+        "which names the job's owner with --owner."
     )
     p.add_argument("name", metavar="NAME")
+    p.add_argument(
+        "--owner",
+        metavar="OWNER",
+        type=_owner_text,
+        help="the job's owner (e.g. alice@%%, as `list --all` shows it); a runner account "
+        "owns no jobs; default: the connecting account's own",
+    )
 
     p = verb("console", "the operator console (the default verb)")
     _console_options(p, default_runners=0)
@@ -754,7 +764,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
             ),
             disabled=args.disabled,
         )
-    return _report_job(args, job, "submitted")
+        now = store.now()
+    return _report_job(args, job, "submitted", now=now)
 
 
 def cmd_change(args: argparse.Namespace) -> int:
@@ -829,11 +840,27 @@ def _next_run_text(job: Job) -> str:
     return show_time(shown_next_run(job), job.schedule.tz)
 
 
-def _report_job(args: argparse.Namespace, job: Job, done: str) -> int:
+def _report_job(
+    args: argparse.Namespace, job: Job, done: str, *, now: datetime | None = None
+) -> int:
+    """One line: the job's status and next run; with ``now`` (submit), its first run,
+    saying "now" when that is now."""
     if getattr(args, "json", False):
         _print_json(job_dict(job))
+        return EXIT_OK
+    when = _time(job.next_run, job.schedule.tz)
+    if now is None:
+        _print(f"{done} job {job.name} (status {job.status.value}, next run {when})")
+        return EXIT_OK
+    if halted(job):
+        first = f"no run while {job.status.value}"
+    elif job.next_run is None:
+        first = "no run scheduled"
+    elif aware(job.next_run) <= now + FIRST_RUN_NOW:
+        first = f"first run now, {when}"
     else:
-        _print(f"{done} job {job.name} (status {job.status.value}, next run {_time(job.next_run)})")
+        first = f"first run {when}"
+    _print(f"{done} job {job.name} (status {job.status.value}, {first})")
     return EXIT_OK
 
 
@@ -877,7 +904,7 @@ def cmd_broken(args: argparse.Namespace) -> int:
     else:
         _print(
             f"cleared broken on job {job.name} (status {job.status.value}, "
-            f"next run {_time(job.next_run)})"
+            f"next run {_time(job.next_run, job.schedule.tz)})"
         )
     return EXIT_OK
 
@@ -885,11 +912,10 @@ def cmd_broken(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- reading
 
 
-def _time(value: datetime | None) -> str:
-    """A time for people: UTC, to the second."""
-    if value is None:
-        return "-"
-    return aware(value).strftime("%Y-%m-%d %H:%M:%S")
+def _time(value: datetime | None, zone: str | None = None) -> str:
+    """A time for people, to the second, with its zone's label: in ``zone`` (a job's
+    ``--tz``) where given, else UTC (``showtime.show_time``)."""
+    return show_time(value, zone)
 
 
 def _duration(seconds: float | None) -> str:
@@ -926,7 +952,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not jobs:
         _print("no jobs (define one with `jobtui submit NAME ...`)")
         return EXIT_OK
-    headers = ["NAME", "STATUS", "SCHEDULE", "NEXT RUN", "LAST RUN (UTC)", "OUTCOME"]
+    # each time in the job's zone (--tz), else UTC, and labelled with it
+    headers = ["NAME", "STATUS", "SCHEDULE", "NEXT RUN", "LAST RUN", "OUTCOME"]
     headers += ["FAILURES", "CYCLES"]
     if args.all:
         headers.insert(0, "OWNER")
@@ -937,7 +964,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             j.status.value,
             j.schedule.describe(),
             _next_run_text(j),
-            _time(j.last_cycle_start or j.last_run),
+            _time(j.last_cycle_start or j.last_run, j.schedule.tz),
             "running" if j.running else (j.last_outcome.value if j.last_outcome else "-"),
             f"{j.failures}/{j.max_failures}",
             str(j.cycles),
@@ -996,9 +1023,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         _print(f"{key.ljust(width)}  {_plain(value)}")
     # the same words as the console's details and edit form (expressions.why_no_runs)
     none = why_no_runs(job) + (", see above" if job.problem else "")
-    _print("upcoming (UTC):" if upcoming else f"upcoming: none ({none})")
+    zone = job.schedule.tz if zone_of(job.schedule.tz) is not None else None
+    _print(f"upcoming ({zone or 'UTC'}):" if upcoming else f"upcoming: none ({none})")
     for t in upcoming:
-        _print(f"  {_time(t)}")
+        _print(f"  {_time(t, zone)}")
     return EXIT_OK
 
 
@@ -1203,7 +1231,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise _missing("runner", "jobtui.core.worker", exc) from None
     with _store(args) as store:
         _require_runner_account(store, "run")
-        return int(run_foreground(store, args.name))
+        problem = store.run_rights_problem()
+        if problem is not None:
+            from jobtui.core.errors import PermissionDenied
+
+            raise PermissionDenied(
+                f"`jobtui run` runs the job with this account's connection and needs a runner "
+                f"account (role {schema.runner_role(store.schema_name)}: `jobtui grant "
+                f"ACCOUNT --runner`, docs/privileges.md); account {store.owner!r} cannot: "
+                f"{problem}"
+            )
+        return int(run_foreground(store, args.name, owner=args.owner))
 
 
 def _require_runner_account(store: JobStore, verb: str) -> None:

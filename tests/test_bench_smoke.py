@@ -147,8 +147,10 @@ def test_dispatch_smoke_workers() -> None:
 
 def test_dispatch_smoke_apscheduler() -> None:
     require_mysql()
-    if importlib.util.find_spec("apscheduler") is None:
-        pytest.skip("APScheduler is an optional bench dependency (pip install -e .[bench])")
+    # in the test extra (pyproject.toml): a test install without it is an error, not a skip
+    assert importlib.util.find_spec("apscheduler") is not None, (
+        "APScheduler is missing: it is in the test extra (pip install -e '.[test]')"
+    )
     out = run_script(
         "dispatch.py",
         "--jobs",

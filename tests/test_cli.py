@@ -191,13 +191,20 @@ def test_version_help_and_init(sqlite_url: str, cli_for) -> None:  # type: ignor
 def test_submit_list_show_json_and_tables(sqlite_url: str, cli_for) -> None:  # type: ignore[no-untyped-def]
     cli = cli_for(make_demo(sqlite_url))
     out = cli("submit", "nightly", "--sql", "SELECT 1", "--every", "60", "--description", "d")
+    # its first run is now: submit says so, with the time and its zone's label
     assert re.fullmatch(
-        r"submitted job nightly \(status ENABLED, next run [\d: -]+\)\n", out.stdout
+        r"submitted job nightly \(status ENABLED, first run now, [\d: -]+ UTC\)\n", out.stdout
     )
-    cli(
+    out = cli(
         "submit", "paris", "--action", "demo.sleep", "--arg", "0.1",
         "--cron", "0 3 * * *", "--tz", "Europe/Paris", "--max-failures", "3",
     )  # fmt: skip
+    # a later first run in the job's own zone (03:00 Paris time), labelled
+    assert re.fullmatch(
+        r"submitted job paris \(status ENABLED, first run \d{4}-\d\d-\d\d 03:00:00 "
+        r"(CET|CEST)\)\n",
+        out.stdout,
+    )
     cli(
         "submit", "window", "--sql", "SELECT 2", "--once",
         "--start", "2030-01-01T10:00:00+02:00", "--disabled",
@@ -230,6 +237,9 @@ def test_submit_list_show_json_and_tables(sqlite_url: str, cli_for) -> None:  # 
     assert "OWNER" not in header
     row = next(line for line in lines if line.startswith("paris "))
     assert "cron 0 3 * * * Europe/Paris" in row and "0/3" in row
+    assert re.search(r" 03:00:00 (CET|CEST) ", row)  # NEXT RUN in the job's zone
+    row = next(line for line in lines if line.startswith("nightly "))
+    assert re.search(r" \d\d:\d\d:\d\d UTC ", row)
     # columns are aligned: every row's STATUS starts where the header's does
     col = lines[0].index("STATUS")
     assert all(line[col - 2 : col] == "  " and line[col] != " " for line in lines[1:])
@@ -249,7 +259,13 @@ def test_submit_list_show_json_and_tables(sqlite_url: str, cli_for) -> None:  # 
     for key in ("name", "status", "schedule", "what", "next_run", "failures", "upcoming"):
         assert re.search(rf"^{key}\b", human, re.MULTILINE), key
     assert "every 1 min" in human and "sql SELECT 1" in human
-    assert len(re.findall(r"^  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d$", human, re.MULTILINE)) == 5
+    assert "upcoming (UTC):" in human
+    assert len(re.findall(r"^  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$", human, re.MULTILINE)) == 5
+    # a --tz job's upcoming runs are previewed in its zone, labelled
+    human = cli("show", "paris").stdout
+    assert "upcoming (Europe/Paris):" in human
+    paris = re.findall(r"^  \d{4}-\d\d-\d\d 03:00:00 (CET|CEST)$", human, re.MULTILINE)
+    assert len(paris) == 5
 
 
 def test_show_lists_no_next_runs_while_the_schedule_is_halted(sqlite_url: str, cli_for) -> None:  # type: ignore[no-untyped-def]
@@ -330,7 +346,9 @@ def test_steering_verbs_print_one_line_and_change_status(sqlite_url: str, cli_fo
     job_json = cli.json("enable", "nightly")
     assert job_json["status"] == "BROKEN" and job_json["broken"] is True
     out = cli("broken", "nightly", "--off", "--next", "2030-06-01T12:00:00+02:00").stdout
-    assert out == "cleared broken on job nightly (status ENABLED, next run 2030-06-01 10:00:00)\n"
+    assert out == (
+        "cleared broken on job nightly (status ENABLED, next run 2030-06-01 10:00:00 UTC)\n"
+    )
     job = _job(sqlite_url, "nightly")
     assert job.broken is False and job.next_run == datetime(2030, 6, 1, 10, tzinfo=UTC)
 
@@ -557,6 +575,32 @@ def test_mariadb_wrong_password_and_stored_procedure(mariadb_url: str, cli_for) 
     lines = cli("list", "--all").stdout.splitlines()
     assert lines[0].startswith("OWNER") and job["owner"] in lines[1]
     assert "expr NOW() + INTERVAL 1 DAY" in lines[1]
+
+
+@pytest.mark.mariadb
+def test_init_on_a_database_that_does_not_exist_says_to_create_it(
+    mariadb_url: str, cli_for
+) -> None:  # type: ignore[no-untyped-def]
+    from conftest import admin_connection
+
+    missing = f"{mariadb_url}_missing"  # the fixture's name with a suffix: never created
+    name = missing.rsplit("/", 1)[1]
+    proc = cli_for(missing)("init", ok=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "database unavailable" not in proc.stderr
+    hint = f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+    assert f"database '{name}' does not exist on this server: create it first" in proc.stderr
+    assert hint in proc.stderr and "then run `jobtui init`" in proc.stderr
+    # the hint, as printed, is what makes init work
+    conn = admin_connection()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(hint)
+        cli_for(missing)("init")
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        conn.close()
 
 
 # ---------------------------------------------------------------------- runner and console verbs

@@ -47,7 +47,18 @@ SQLITE_CASES: list[Any] = [
     pytest.param(
         ["show", "nightly", "--owner", "a\x1b[2Jb"], 2, "invalid --owner", id="owner-control"
     ),
-    pytest.param(["submit", "x", *S, "--cron", "61 * * * *"], 2, "invalid cron", id="cron-61"),
+    pytest.param(
+        ["submit", "x", *S, "--cron", "61 * * * *"],
+        2,
+        "the minute field (field 1) '61' is out of range: the minute takes 0-59",
+        id="cron-61",
+    ),
+    pytest.param(
+        ["submit", "x", *S, "--cron", "0 3 * 13 *"],
+        2,
+        "the month field (field 4) '13' is out of range",
+        id="cron-month-13",
+    ),
     pytest.param(["submit", "x", *S, "--cron", "daily"], 2, "expected 5 fields", id="cron-word"),
     pytest.param(["submit", "x", *S, "--every", "0"], 2, "invalid --every '0'", id="every-0"),
     pytest.param(["submit", "x", *S, "--every", "-1"], 2, "invalid --every '-1'", id="every-neg"),
@@ -275,6 +286,18 @@ MARIADB_CASES: list[Any] = [
     pytest.param(
         ["submit", "x", "--call", "{db}.add_row", *E], 2, "takes 1 argument", id="arg-count"
     ),
+    pytest.param(
+        ["submit", "x", "--call", "{db}.add_row", "--arg", "abc", *E],
+        2,
+        "invalid --arg 'abc': parameter 1 (v) of {db}.add_row is INT(11): expected a whole number",
+        id="arg-not-int",
+    ),
+    pytest.param(
+        ["submit", "x", "--call", "{db}.add_row", "--arg", "3000000000", *E],
+        2,
+        "expected a whole number from -2147483648 to 2147483647",
+        id="arg-int-range",
+    ),
     pytest.param(["submit", "nightly", *S, *E], 2, "already exists", id="duplicate"),
     pytest.param(["submit", "x", "--sql", "SELEC 1", *E], 2, "rejected it", id="sql-syntax"),
     pytest.param(
@@ -447,7 +470,7 @@ def test_bad_input_on_mariadb(
     conn.close()
     _populate(mariadb_url, tmp_path)
     args = [a.replace("{db}", database) for a in args]
-    _check(mariadb_url, args, code, phrase, tmp_path)
+    _check(mariadb_url, args, code, phrase.replace("{db}", database), tmp_path)
 
 
 DB_CASES = [case for case in SQLITE_CASES if case.id.startswith("db-")]

@@ -162,3 +162,47 @@ def test_an_unreachable_server_exits_1_without_the_password(tmp_path: Path) -> N
     proc = cli("events", ok=False)
     line = one_line_error(proc.returncode, proc.stdout, proc.stderr, expected=1)
     assert "database unavailable" in line and "sekret" not in proc.stderr
+
+
+@pytest.mark.mariadb
+def test_an_event_calling_a_procedure_that_takes_a_named_lock_is_not_warned(
+    mariadb_url: str, tmp_path: Path
+) -> None:
+    """docs/events.md's shape: the event CALLs a procedure whose body takes GET_LOCK."""
+    import secrets
+
+    name = mariadb_url.rsplit("/", 1)[1]
+    open_store(mariadb_url).close()
+    _sql(
+        name,
+        "CREATE PROCEDURE purge_guarded() BEGIN IF GET_LOCK('purge', 0) THEN DO 1; "
+        "DO RELEASE_LOCK('purge'); END IF; END",
+        "CREATE PROCEDURE purge_loose() DO 1",
+        "CREATE EVENT calls_guarded ON SCHEDULE EVERY 1 HOUR DISABLE DO CALL purge_guarded()",
+        f"CREATE EVENT calls_qualified ON SCHEDULE EVERY 1 HOUR DISABLE DO CALL `{name}`.Purge_Guarded",
+        "CREATE EVENT calls_loose ON SCHEDULE EVERY 1 HOUR DISABLE DO CALL purge_loose()",
+        "CREATE EVENT calls_missing ON SCHEDULE EVERY 1 HOUR DISABLE DO CALL no_such_proc()",
+    )
+    out = Cli(mariadb_url, tmp_path)("events", "--schema", name).stdout
+    warned = {w.split()[1] for w in out.splitlines() if w.startswith("warning:")}
+    assert warned == {f"{name}.calls_loose", f"{name}.calls_missing"}, out
+    assert f"warning: {name}.calls_loose takes no named lock (GET_LOCK)" in out
+
+    # an account that may run the procedure but not read its text: it is told so
+    user, password = f"jt_ev_{secrets.token_hex(3)}", f"pw-{secrets.token_hex(4)}"
+    root = admin_connection()
+    try:
+        with root.cursor() as cur:
+            cur.execute(f"CREATE USER '{user}'@'%%' IDENTIFIED BY %s", (password,))
+            cur.execute(f"GRANT EVENT, SELECT ON `{name}`.* TO '{user}'@'%'")
+            cur.execute(f"GRANT EXECUTE ON PROCEDURE `{name}`.purge_guarded TO '{user}'@'%'")
+        url = mariadb_url.replace("://root@", f"://{user}:{password}@")
+        out = Cli(url, tmp_path)("events", "--schema", name).stdout
+        assert (
+            f"warning: {name}.calls_guarded calls {name}.purge_guarded, whose text this "
+            "account may not read: unless it takes a named lock (GET_LOCK)"
+        ) in out, out
+    finally:
+        with root.cursor() as cur:
+            cur.execute(f"DROP USER IF EXISTS '{user}'@'%'")
+        root.close()

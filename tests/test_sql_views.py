@@ -59,6 +59,9 @@ JOB_COLUMNS = [
     "schedule_finish",
     "max_failures",
     "description",
+    "intent",
+    "run_now",
+    "abort_requested",
 ]
 RUNNING_COLUMNS = [
     "sid",
@@ -178,7 +181,7 @@ def test_user_jobs_has_dbms_jobs_columns_and_only_the_callers_jobs(
     # bob: his own job, none of alice's through any view he may read; dba_* denied
     assert [r["name"] for r in _rows(server, "bob", "SELECT * FROM user_jobs")] == ["bobs-job"]
     ids = ", ".join(str(j.id) for j in mine.values())
-    for view in ("user_jobs", "user_jobs_running"):
+    for view in ("user_jobs", "all_jobs", "user_jobs_running"):
         assert _rows(server, "bob", f"SELECT * FROM {view} WHERE job IN ({ids})") == []
     for view in ("dba_jobs", "dba_jobs_running"):
         assert "SELECT command denied" in _denied(server, "bob", f"SELECT * FROM {view}")
@@ -192,6 +195,13 @@ def test_user_jobs_has_dbms_jobs_columns_and_only_the_callers_jobs(
     assert sorted(r["name"] for r in every) == sorted([*mine, "bobs-job"])
     assert [r for r in every if r["name"] in mine] == rows
     assert _rows(server, "adm", "SELECT * FROM user_jobs") == []
+
+    # all_jobs (DBMS_JOB's ALL_JOBS): the jobs the caller may act on, which in jobtui
+    # are its own, admins included (every verb acts on the caller's own jobs only)
+    assert _rows(server, "alice", "SELECT * FROM all_jobs ORDER BY job") == rows
+    assert [r["name"] for r in _rows(server, "bob", "SELECT * FROM all_jobs")] == ["bobs-job"]
+    assert _rows(server, "adm", "SELECT * FROM all_jobs") == []
+    assert "denied" in _denied(server, "run", "SELECT * FROM all_jobs")
 
 
 @contextmanager
@@ -537,7 +547,7 @@ def test_operators_are_granted_the_user_views_only() -> None:
 
     operator = grant_statements("operator", "eve", "ops")
     role = "`jobtui_operator_ops`"
-    for view in ("user_jobs", "user_jobs_running"):
+    for view in ("user_jobs", "all_jobs", "user_jobs_running"):
         assert f"GRANT SELECT ON `ops`.`{view}` TO {role}" in operator
     assert f"GRANT EXECUTE ON PROCEDURE `ops`.`user_export` TO {role}" in operator
     assert not [s for s in operator if "dba_jobs" in s]
@@ -575,7 +585,7 @@ def test_views_and_user_export_made_by_an_admin_role_still_show_each_caller_its_
         root.close()
     role = f"jobtui_admin_{server.database}@"
     assert found == dict.fromkeys(
-        ("user_jobs", "dba_jobs", "user_jobs_running", "dba_jobs_running"), role
+        ("user_jobs", "all_jobs", "dba_jobs", "user_jobs_running", "dba_jobs_running"), role
     )
     assert proc_definer == role.rstrip("@")  # (routines show a role without the @)
     assert [r["name"] for r in _rows(server, "alice", "SELECT name FROM user_jobs")] == ["a-job"]

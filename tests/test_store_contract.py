@@ -1684,7 +1684,10 @@ def test_interval_expressions(cstore: JobStore) -> None:
     [
         ("mysql+pymysql://jobtui_nobody:Pw-Secret-42@{host}/test", "Access denied"),
         ("mysql+pymysql://root:Pw-Secret-42@{host}/test", "Access denied"),
-        ("mysql+pymysql://root@{host}/jobtui_no_such_database", "Unknown database"),
+        (
+            "mysql+pymysql://root@{host}/jobtui_no_such_database",
+            "database 'jobtui_no_such_database' does not exist on this server: create it first",
+        ),
     ],
 )
 def test_refused_mariadb_logins_are_unavailable_without_password(url: str, message: str) -> None:

@@ -4,6 +4,7 @@ their translation into jobtui's errors (a masked, one-line message)."""
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 from collections.abc import Callable
 from functools import wraps
@@ -26,6 +27,7 @@ T = TypeVar("T")
 # MySQL error codes for "this account may not" (create views, read a table ...).
 PERMISSION_ERRORS = {1044, 1142, 1143, 1227, 1370}
 NO_SUCH_TABLE = 1146
+UNKNOWN_DATABASE = 1049
 
 # MySQL client error codes that mean "the server is not there (any more)".
 CONNECTION_ERRORS = {
@@ -95,6 +97,8 @@ def translate_db_error(exc: BaseException) -> JobtuiError:
     args = getattr(orig, "args", ())
     code = args[0] if args else None
     message = short_error(exc)
+    if code == UNKNOWN_DATABASE:
+        return DatabaseUnavailable(_missing_database(message))
     if isinstance(exc, OperationalError) and (
         code in CONNECTION_ERRORS
         or (
@@ -120,6 +124,21 @@ def translate_db_error(exc: BaseException) -> JobtuiError:
     err = JobtuiError(f"database error: {message}")
     err.exit_code = 1
     return err
+
+
+def _missing_database(message: str) -> str:
+    """The server has no database of the URL's name: say how to create it (jobtui init
+    creates tables, never the database: that takes a privilege on the whole server)."""
+    found = re.search(r"Unknown database '(.*)'", message)
+    if found is None:
+        return f"database unavailable: {message}"
+    name = found.group(1)
+    quoted = "`" + name.replace("`", "``") + "`"
+    return (
+        f"database {name!r} does not exist on this server: create it first, as an account "
+        f"that may (root or a DBA): CREATE DATABASE {quoted} CHARACTER SET utf8mb4 "
+        "COLLATE utf8mb4_bin; then run `jobtui init`"
+    )
 
 
 def _sqlite_hint(message: str) -> str:

@@ -58,10 +58,13 @@ class Event:
     body: str
     time_zone: str
     next_run: datetime | None  # None: no slot left, or not enabled
-    overlap_guard: bool  # the body takes a named lock (GET_LOCK)
+    overlap_guard: bool  # the body, or the procedure it CALLs, takes a named lock (GET_LOCK)
     # its TIME_ZONE keeps one UTC offset (no daylight saving), so its wall-clock slots
     # are a fixed grid in UTC too
     fixed_zone: bool = True
+    # the body CALLs a procedure whose text this account may not read: whether that
+    # procedure takes a named lock is unknown
+    guard_unknown: str | None = None
 
     @property
     def full_name(self) -> str:
@@ -89,6 +92,12 @@ class Event:
         """Why a recurring event without a named lock may overlap itself (None otherwise)."""
         if not self.recurring or self.overlap_guard:
             return None
+        if self.guard_unknown is not None:
+            return (
+                f"{self.full_name} calls {self.guard_unknown}, whose text this account may not "
+                "read: unless it takes a named lock (GET_LOCK), a run that outlasts the "
+                "event's interval overlaps the next"
+            )
         return (
             f"{self.full_name} takes no named lock (GET_LOCK): a run that outlasts its "
             "interval overlaps the next"
@@ -162,7 +171,39 @@ def split_name(full_name: str) -> tuple[str, str]:
 # ---------------------------------------------------------------------- listing
 
 
-def _from_row(row: dict[str, Any], system_zone: str, now: datetime) -> Event:
+def called_procedure(body: str, event_schema: str) -> tuple[str, str] | None:
+    """(schema, procedure) when the body is one ``CALL [schema.]proc(...)``, else None."""
+    call = _CALL.match(body)
+    if call is None:
+        return None
+    schema = _unquote(call.group("schema")) if call.group("schema") else event_schema
+    return schema, _unquote(call.group("proc"))
+
+
+def _guard(
+    body: str, schema: str, procedures: dict[tuple[str, str], str | None]
+) -> tuple[bool, str | None]:
+    """(whether the body takes a named lock, itself or in the one procedure it CALLs,
+    as docs/events.md recommends; the procedure's name when its text is unreadable)."""
+    if _GET_LOCK.search(body):
+        return True, None
+    called = called_procedure(body, schema)
+    # routine names are case-insensitive: CALL Purge() calls purge
+    known = {(s, n.lower()): text for (s, n), text in procedures.items()}
+    if called is None or (called[0], called[1].lower()) not in known:
+        return False, None  # no CALL, or no such procedure: nothing guards it
+    text = known[(called[0], called[1].lower())]
+    if text is None:
+        return False, ".".join(called)
+    return bool(_GET_LOCK.search(text)), None
+
+
+def _from_row(
+    row: dict[str, Any],
+    system_zone: str,
+    now: datetime,
+    procedures: dict[tuple[str, str], str | None] | None = None,
+) -> Event:
     time_zone = str(row["time_zone"] or "SYSTEM")
     tz = et.zone(time_zone, system_zone)
     fallback = _server_offset(row)
@@ -179,6 +220,7 @@ def _from_row(row: dict[str, Any], system_zone: str, now: datetime) -> Event:
     kind = "at" if str(row["event_type"]).upper() == "ONE TIME" else "every"
     body = str(row["body"] or "")
     status = str(row["status"] or "").upper()
+    guarded, unknown = _guard(body, str(row["schema"]), procedures or {})
     event = Event(
         schema=str(row["schema"]),
         name=str(row["name"]),
@@ -195,8 +237,9 @@ def _from_row(row: dict[str, Any], system_zone: str, now: datetime) -> Event:
         body=body,
         time_zone=time_zone,
         next_run=None,
-        overlap_guard=bool(_GET_LOCK.search(body)),
+        overlap_guard=guarded,
         fixed_zone=et.fixed_offset(tz, now.year),  # a zone Python does not know: False
+        guard_unknown=unknown,
     )
     if status != "ENABLED":
         return event
@@ -249,10 +292,16 @@ def available(store: JobStore) -> bool:
     return store.backend.has_events
 
 
-def _read(store: JobStore, schema: str | None, *, poll: bool) -> tuple[str, str, list[Any]]:
-    def query(conn: Any) -> tuple[str, str, list[Any]]:
+_Read = tuple[str, str, list[Any], dict[tuple[str, str], str | None]]
+
+
+def _read(store: JobStore, schema: str | None, *, poll: bool) -> _Read:
+    def query(conn: Any) -> _Read:
         scheduler, system_zone = store.backend.event_scheduler(conn)
-        return scheduler, system_zone, store.backend.read_events(conn, schema)
+        rows = store.backend.read_events(conn, schema)
+        called = {called_procedure(str(r["body"] or ""), str(r["schema"])) for r in rows}
+        names = sorted(c for c in called if c is not None)
+        return scheduler, system_zone, rows, store.backend.read_procedure_texts(conn, names)
 
     if poll:
         return store.poll(query)
@@ -274,8 +323,8 @@ def list_events(
     if schema is not None:
         check_schema(schema)
     now = aware(now or store.now())
-    scheduler, system_zone, rows = _read(store, schema, poll=poll)
-    return EventList(scheduler, [_from_row(row, system_zone, now) for row in rows])
+    scheduler, system_zone, rows, procedures = _read(store, schema, poll=poll)
+    return EventList(scheduler, [_from_row(row, system_zone, now, procedures) for row in rows])
 
 
 @db_errors

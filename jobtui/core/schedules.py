@@ -93,16 +93,43 @@ def check_cron(expr: str, tz: str | None = None) -> str:
     except Exception:  # croniter raises several types for odd input
         valid = False
     if not valid:
-        raise InvalidInput(
-            f"invalid cron expression {expr!r}: expected 5 fields (minute hour day month "
-            "weekday) or 6 with seconds last, e.g. '*/5 * * * *'"
-        )
+        raise InvalidInput(f"invalid cron expression {expr!r}: {_bad_cron_field(fields)}")
     check_tz(tz)
     try:
         croniter(normal, datetime(2026, 1, 1, tzinfo=UTC)).get_next(datetime)
     except Exception as exc:  # e.g. 31 February: never matches
         raise InvalidInput(f"invalid cron expression {expr!r}: it never fires ({exc})") from None
     return normal
+
+
+_CRON_FIELDS = (
+    ("minute", "0-59"),
+    ("hour", "0-23"),
+    ("day-of-month", "1-31"),
+    ("month", "1-12 or jan-dec"),
+    ("weekday", "0-7 or sun-sat"),
+    ("seconds", "0-59"),
+)
+
+
+def _bad_cron_field(fields: list[str]) -> str:
+    """Which field croniter refuses, and what that field accepts (croniter does not say)."""
+    for i, spec in enumerate(fields):
+        probe = ["*"] * len(fields)
+        probe[i] = spec
+        try:
+            croniter(" ".join(probe), datetime(2026, 1, 1, tzinfo=UTC))
+        except Exception as exc:  # croniter raises several types for odd input
+            name, accepted = _CRON_FIELDS[i]
+            what = "out of range" if "out of" in str(exc) else "not a valid field"
+            return (
+                f"the {name} field (field {i + 1}) {spec!r} is {what}: the {name} takes "
+                f"{accepted}, with *, lists (a,b), ranges (a-b) and steps (*/n)"
+            )
+    return (
+        "expected 5 fields (minute hour day month weekday) or 6 with seconds last, "
+        "e.g. '*/5 * * * *'"
+    )
 
 
 def check_expr(expr: str) -> str:

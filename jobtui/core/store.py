@@ -206,6 +206,13 @@ class JobStore:
         """Which the account may read: the tables (admin, runner) or the views (operator)."""
         return self.backend.readable_tables(lambda: self.owner)
 
+    @db_errors
+    def run_rights_problem(self) -> str | None:
+        """Why this account cannot run jobs (None when it can): a runner account can, an
+        admin or operator cannot (docs/privileges.md); SQLite has no accounts."""
+        with self.engine.connect() as conn:
+            return self.backend.run_rights_problem(conn)
+
     def require_all(self, option: str = "--all") -> None:
         """Refuse DBA_JOBS-style requests from an operator account (exit 2)."""
         if not self.sees_all:
@@ -674,7 +681,7 @@ class JobStore:
             return
         if what.kind == "call":
             schema_name, proc = split_procedure(what.target)
-            self.backend.check_procedure(schema_name, proc, len(what.args))
+            self.backend.check_procedure(schema_name, proc, what.args)
             return
         if passes_job_number(what.target):
             raise InvalidInput(f"invalid --sql {what.target!r}: {JOB_PARAM_MESSAGE}")

@@ -111,15 +111,18 @@ def worker_main(
     return 0
 
 
-def run_foreground(store: JobStore, name: str, *, poll: float = DEFAULT_POLL) -> int:
+def run_foreground(
+    store: JobStore, name: str, *, owner: str | None = None, poll: float = DEFAULT_POLL
+) -> int:
     """Run one job's schedule in the foreground (``jobtui run NAME``), holding its lock.
 
     Holds the job's lock for the whole session, runs each due slot (and
     run-now requests), and returns when the schedule has no more slots (0),
     the job is aborted or removed (3), or on Ctrl-C (130; a run in flight is
-    aborted). Raises JobLocked when another runner holds the job.
+    aborted). Raises JobLocked when another runner holds the job. ``owner``: the
+    job's owner when it is not the connecting account (a runner account owns none).
     """
-    job = store.get(name)
+    job = store.get(name, owner=owner)
     if job.problem is not None:  # never run: no session would ever end
         raise InvalidInput(f"job {name!r} is not run until its row is fixed: {job.problem}")
 

@@ -142,9 +142,10 @@ class Backend(ABC):
         raise NotImplementedError
 
     @abstractmethod
-    def check_procedure(self, schema_name: str, procedure: str, nargs: int) -> None:
+    def check_procedure(self, schema_name: str, procedure: str, args: Sequence[str]) -> None:
         """InvalidInput unless ``schema_name.procedure`` is a stored procedure this account
-        sees, taking ``nargs`` IN arguments (or unless the database has procedures)."""
+        sees, taking ``args`` as its IN arguments: as many, and each one its parameter's
+        numeric type can take (``argtypes``), or unless the database has no procedures)."""
         raise NotImplementedError
 
     @abstractmethod
@@ -179,6 +180,19 @@ class Backend(ABC):
         given), one dict per event (``mysql_events.read_events``'s columns); InvalidInput
         where the database has no events."""
         raise NotImplementedError
+
+    def run_rights_problem(self, conn: Connection) -> str | None:
+        """Why this account cannot run jobs here (None when it can, or when the database
+        has no accounts): a pool it hosts would fail every run."""
+        return None
+
+    def read_procedure_texts(
+        self, conn: Connection, names: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], str | None]:
+        """The text of each stored procedure (schema, name) that exists, None where this
+        account may not read it; absent where there is no such procedure (or, as here,
+        no procedures at all)."""
+        return {}
 
     @abstractmethod
     def event_scheduler(self, conn: Connection) -> tuple[str, str]:

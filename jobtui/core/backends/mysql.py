@@ -15,6 +15,7 @@ from sqlalchemy.engine import URL, Connection, Engine, RootTransaction
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from jobtui.core import actions, db, routines, schema, sqlapi
+from jobtui.core.argtypes import check_arg
 from jobtui.core.backends import mysql_batch as sql
 from jobtui.core.backends import mysql_events
 from jobtui.core.backends.base import Backend, FinishRow, PlanClaim, RunOutcome
@@ -206,7 +207,8 @@ class MySQLBackend(Backend):
             finally:
                 conn.rollback()
 
-    def check_procedure(self, schema_name: str, procedure: str, nargs: int) -> None:
+    def check_procedure(self, schema_name: str, procedure: str, args: Sequence[str]) -> None:
+        nargs = len(args)
         with self.engine.connect() as conn, conn.begin():
             found = conn.execute(
                 text(
@@ -223,9 +225,11 @@ class MySQLBackend(Backend):
                 )
             params = conn.execute(
                 text(
-                    "SELECT PARAMETER_MODE FROM information_schema.PARAMETERS "
+                    "SELECT PARAMETER_MODE, PARAMETER_NAME, DATA_TYPE, DTD_IDENTIFIER "
+                    "FROM information_schema.PARAMETERS "
                     "WHERE SPECIFIC_SCHEMA = :s AND SPECIFIC_NAME = :p "
-                    "AND ROUTINE_TYPE = 'PROCEDURE' AND ORDINAL_POSITION > 0"
+                    "AND ROUTINE_TYPE = 'PROCEDURE' AND ORDINAL_POSITION > 0 "
+                    "ORDER BY ORDINAL_POSITION"
                 ),
                 {"s": schema_name, "p": procedure},
             ).all()
@@ -238,6 +242,15 @@ class MySQLBackend(Backend):
             raise InvalidInput(
                 f"procedure {schema_name}.{procedure} has OUT/INOUT parameters: jobtui binds "
                 "literal arguments only, so use a procedure with IN parameters"
+            )
+        for i, (value, param) in enumerate(zip(args, params, strict=True), start=1):
+            check_arg(
+                value,
+                position=i,
+                name=param[1],
+                data_type=str(param[2]),
+                dtd=str(param[3]),
+                target=f"{schema_name}.{procedure}",
             )
 
     def refuse_ungranted(self, account: str, action: str) -> None:
@@ -256,6 +269,27 @@ class MySQLBackend(Backend):
 
     def read_events(self, conn: Connection, schema: str | None) -> list[dict[str, Any]]:
         return mysql_events.read_events(conn, schema)
+
+    def run_rights_problem(self, conn: Connection) -> str | None:
+        # A runner verifies each job's routine on mysql.proc before running it
+        # (routines.verify_routines): without SELECT there, every run is refused.
+        try:
+            conn.execute(text("SELECT 1 FROM mysql.proc WHERE 1 = 0")).all()
+        except DBAPIError as exc:
+            if error_code(exc) not in PERMISSION_ERRORS:
+                raise
+            return (
+                "it may not read mysql.proc, where a runner verifies each job's routines "
+                "before running them, so every run would fail"
+            )
+        finally:
+            conn.rollback()
+        return None
+
+    def read_procedure_texts(
+        self, conn: Connection, names: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], str | None]:
+        return mysql_events.read_procedure_texts(conn, names)
 
     def event_scheduler(self, conn: Connection) -> tuple[str, str]:
         return mysql_events.scheduler_state(conn)

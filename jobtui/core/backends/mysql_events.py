@@ -6,6 +6,7 @@ Identifiers are backtick-quoted (backticks doubled); values are bound.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import text
@@ -48,6 +49,32 @@ def read_events(conn: Connection, schema: str | None) -> list[dict[str, Any]]:
         params["schema"] = schema
     sql += " ORDER BY EVENT_SCHEMA, EVENT_NAME"
     return [dict(row._mapping) for row in conn.execute(text(sql), params)]
+
+
+def read_procedure_texts(
+    conn: Connection, names: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], str | None]:
+    """ROUTINE_DEFINITION of each procedure (schema, name) that exists: NULL (None) where
+    this account may not read it (neither its definer nor allowed to see its text)."""
+    found: dict[tuple[str, str], str | None] = {}
+    for start in range(0, len(names), 100):
+        chunk = names[start : start + 100]
+        params: dict[str, Any] = {}
+        pairs = []
+        for i, (schema, name) in enumerate(chunk):
+            params[f"s{i}"], params[f"n{i}"] = schema, name
+            pairs.append(f"(:s{i}, :n{i})")
+        rows = conn.execute(
+            text(
+                "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_DEFINITION "
+                "FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'PROCEDURE' "
+                f"AND (ROUTINE_SCHEMA, ROUTINE_NAME) IN ({', '.join(pairs)})"
+            ),
+            params,
+        )
+        for schema, name, body in rows:
+            found[(str(schema), str(name))] = None if body is None else str(body)
+    return found
 
 
 def scheduler_state(conn: Connection) -> tuple[str, str]:

@@ -126,7 +126,7 @@ class SQLiteBackend(Backend):
             finally:
                 conn.rollback()
 
-    def check_procedure(self, schema_name: str, procedure: str, nargs: int) -> None:
+    def check_procedure(self, schema_name: str, procedure: str, args: Sequence[str]) -> None:
         raise InvalidInput(
             "--call runs a stored procedure, which needs MySQL/MariaDB; on SQLite use "
             "--sql STATEMENT or --action NAME"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from jobtui.core.routines import FUNC_PREFIX, PROC_PREFIX
 from jobtui.core.schedules import MAX_EVERY, MIN_EVERY
-from jobtui.core.sqlapi import runlog
+from jobtui.core.sqlapi import runlog, steer
 from jobtui.core.sqlapi.sqltext import (
     BIN,
     COMMON_DECLARES,
@@ -46,6 +46,7 @@ PUBLIC = (
     "set_interval",
     "broken",
     "run",
+    *steer.VERBS,  # the steering verbs: pause, resume, abort, run_now
 )
 
 REMOVE_WAIT = 10.0  # seconds remove waits for a run in flight to end (as the command line)
@@ -71,6 +72,7 @@ def statements(schema_name: str, *, definer_role: bool) -> list[str]:
         _set_interval(schema_name),
         _broken(schema_name),
         _run(schema_name),
+        *steer.statements(schema_name),
     ]
 
 

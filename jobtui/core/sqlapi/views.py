@@ -15,10 +15,12 @@ from jobtui.core.showtime import HALTED_PHASES, HALTED_STATUSES
 from jobtui.core.sqlapi.calls import literal_sql
 
 USER_JOBS = "user_jobs"
+ALL_JOBS = "all_jobs"
 DBA_JOBS = "dba_jobs"
 USER_JOBS_RUNNING = "user_jobs_running"
 DBA_JOBS_RUNNING = "dba_jobs_running"
-OPERATOR_VIEWS = (USER_JOBS, USER_JOBS_RUNNING)  # granted to operators (admins read all four)
+# granted to operators (admins read all five)
+OPERATOR_VIEWS = (USER_JOBS, ALL_JOBS, USER_JOBS_RUNNING)
 MAX_ARGS_SHOWN = 32  # model.MAX_ARGS: a valid row has no more
 
 
@@ -119,6 +121,11 @@ def jobs_select(base: str, schema_name: str) -> str:
         ("schedule_finish", "`schedule_finish`"),
         ("max_failures", "`max_failures`"),
         ("description", "`description`"),
+        # what the operator asked and a runner has not carried out yet (pause, abort,
+        # run_now): the status of a running job stays RUNNING meanwhile
+        ("intent", "`intent`"),
+        ("run_now", "IF(`run_now`, 'Y', 'N')"),
+        ("abort_requested", "IF(`abort_requested`, 'Y', 'N')"),
     ]
     cols = ", ".join(f"{sql} AS `{name}`" for name, sql in columns)
     return f"SELECT {cols} FROM `{base}`"
@@ -164,6 +171,10 @@ def statements(schema_name: str, *, definer_role: bool) -> list[str]:
     user, table = schema.USER_JOB_VIEW, schema.job.name
     return [
         view_ddl(USER_JOBS, jobs_select(user, schema_name), definer_role=definer_role),
+        # DBMS_JOB's ALL_JOBS, the jobs the caller may act on: in jobtui every verb acts
+        # on the caller's own jobs only, admins included (docs/sql.md), so these are
+        # user_jobs' rows; an admin reads everyone's in dba_jobs
+        view_ddl(ALL_JOBS, jobs_select(user, schema_name), definer_role=definer_role),
         view_ddl(DBA_JOBS, jobs_select(table, schema_name), definer_role=definer_role),
         view_ddl(USER_JOBS_RUNNING, running_select(user), definer_role=definer_role),
         view_ddl(DBA_JOBS_RUNNING, running_select(table), definer_role=definer_role),
