@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
-from jobtui import __version__, cli_events
+from jobtui import __version__, cli_events, cli_serve
 from jobtui.core import schema
 from jobtui.core.db import ENV_VAR, mask_text, mask_url, resolve_url
 from jobtui.core.dberrors import translate_db_error
@@ -192,6 +192,7 @@ VERBS = (
     "run",
     "console",
     "demo",
+    "serve",
     "prune",
     "grant",
     "events",
@@ -293,7 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok; 2 bad input, unknown job or refused; 1 database "
         "unreachable or failing; 3 `run`: the job was aborted or removed; 130 interrupted; "
         "141 stdout closed. Database: --db, else $JOBTUI_DB, else the default SQLite file. "
-        "See docs/cli.md.",
+        "`jobtui VERB --help` shows a verb's options; the full manual (docs/cli.md, "
+        "docs/console.md) is in jobtui's source tree, not in an installed package.",
     )
     _db_option(parser, top=True)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -437,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("admin", "any"),
         default="admin",
         help="accepted for compatibility, without effect: every job runs with its owner's "
-        "rights (docs/privileges.md)",
+        "rights (docs/privileges.md in jobtui's source tree)",
     )
     _retention_options(p)
     p.add_argument(
@@ -520,6 +522,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("console", "the operator console (the default verb)")
     _console_options(p, default_runners=0)
+
+    p = verb("serve", "the operator console in a browser (textual-serve), on loopback")
+    p.description = (
+        "Serve the operator console to a web browser: each tab that opens the page runs its "
+        "own `jobtui console` on the same database. Listens on 127.0.0.1 unless "
+        "--allow-remote is given (the page has no login: reach it through an SSH tunnel or "
+        "an authenticating reverse proxy)."
+    )
+    _console_options(p, default_runners=0)
+    cli_serve.add_options(p)
 
     p = verb("demo", "create a demo SQLite database and open the console on it")
     _console_options(p, default_runners=4, demo=True)
@@ -1286,6 +1298,38 @@ def cmd_console(args: argparse.Namespace) -> int:
         )
 
 
+def _console_argv(args: argparse.Namespace) -> list[str]:
+    """The console options of ``args`` as a command line (``serve`` hands them on)."""
+
+    def keep(value: float | None) -> str:
+        return "off" if value is None else repr(value)
+
+    options = ["--runners", str(args.runners), "--refresh", repr(args.refresh)]
+    options += ["--keep-runs", keep(args.keep_runs), "--keep-days", keep(args.keep_days)]
+    options += ["--keep-error-days", keep(args.keep_error_days)]
+    options += ["--read-only"] * args.read_only + ["--all"] * args.all
+    return cli_serve.console_argv(options)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    if args.read_only and args.runners:
+        raise InvalidInput("--read-only watches only: it cannot host runners (--runners 0)")
+    public_url = cli_serve.check_listen(
+        args.host, args.port, allow_remote=args.allow_remote, public_url=args.public_url
+    )
+    url = resolve_url(getattr(args, "db", None))
+    # Refuse here what each tab's console would refuse, before anyone opens the page.
+    with _store(args, read_only=args.read_only) as store:
+        if args.all:
+            store.require_all()
+        if args.runners:
+            _require_runner_account(store, "serve --runners")
+        _retention(args)
+    return cli_serve.serve(
+        url, _console_argv(args), host=args.host, port=args.port, public_url=public_url
+    )
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     if getattr(args, "db", None):
         raise InvalidInput("demo makes its own SQLite database: use --path FILE, not --db")
@@ -1448,6 +1492,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run,
     "console": cmd_console,
     "demo": cmd_demo,
+    "serve": cmd_serve,
     "prune": cmd_prune,
     "grant": cmd_grant,
     "events": cli_events.cmd_events,

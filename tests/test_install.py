@@ -9,9 +9,11 @@ so nothing can be imported from the checkout by accident.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -195,3 +197,63 @@ def test_every_module_of_the_source_tree_is_installed(installed: Installed) -> N
     assert expected <= shipped, f"not installed: {sorted(expected - shipped)}"
     done = installed.python("import jobtui.console.app, jobtui.cli, jobtui.core.runner")
     assert done.returncode == 0, done.stderr
+
+
+def test_help_points_at_what_an_installed_user_has(installed: Installed) -> None:
+    done = installed.run(str(installed.bin / "jobtui"), "--help")
+    assert done.returncode == 0, done.stderr
+    flat = " ".join(done.stdout.split())
+    assert "`jobtui VERB --help` shows a verb's options" in flat
+    # a docs/ file is named only as part of the source tree, which this install lacks
+    assert "docs/cli.md" in flat and "in jobtui's source tree, not in an installed package" in flat
+    site = installed.venv / "lib"
+    assert not list(site.rglob("docs/cli.md"))
+    done = installed.jobtui("serve", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "--allow-remote" in done.stdout
+
+
+async def test_serve_runs_the_installed_console(installed: Installed) -> None:
+    """The installed `jobtui serve` starts this installation's console for a tab."""
+    import socket
+
+    import aiohttp
+
+    db = f"sqlite:///{installed.workdir / 'served.db'}"
+    done = installed.jobtui("--db", db, "submit", "served-job", "--sql", "SELECT 1", "--once")
+    assert done.returncode == 0, done.stderr
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    out = installed.workdir / "serve.out"
+    with out.open("wb") as sink:
+        proc = subprocess.Popen(
+            [str(installed.bin / "jobtui"), "--db", db, "serve", "--port", str(port)],
+            cwd=installed.workdir,
+            env={**installed.env, "PYTHONUNBUFFERED": "1"},
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        seen = b""
+        async with aiohttp.ClientSession() as http:
+            for _ in range(300):
+                if b"jobtui serve: the console for" in out.read_bytes():
+                    break
+                assert proc.poll() is None, out.read_text()
+                await asyncio.sleep(0.1)
+            # what the page's script does: open the websocket, and the tab's console starts
+            url = f"ws://127.0.0.1:{port}/ws?width=120&height=30"
+            async with http.ws_connect(url) as ws:
+                async with asyncio.timeout(60):
+                    while b"served-job" not in seen:
+                        message = await ws.receive()
+                        assert message.type == aiohttp.WSMsgType.BINARY, (message, out.read_text())
+                        seen += message.data
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0, out.read_text()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
