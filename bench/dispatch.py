@@ -153,14 +153,33 @@ def submit_jobtui_jobs(url: str, jobs: int, start: datetime, seconds: int) -> No
         store.close()
 
 
-def start_workers(url: str, count: int, threads: int, poll: float, logdir: Path) -> list[Any]:
+# ``--leases``: a worker on a single server that claims as on a Galera cluster (row
+# leases certified at commit, no GET_LOCK), to measure which of the two is cheaper.
+LEASES_SHIM = """
+import sys
+import jobtui.core.backends as b
+import jobtui.core.store as st
+from jobtui.core.backends.galera import GaleraBackend
+plain = b.backend_for
+def leases(engine):
+    found = plain(engine)
+    return GaleraBackend(engine) if type(found) is b.MySQLBackend else found
+b.backend_for = st.backend_for = leases
+from jobtui.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def start_workers(
+    url: str, count: int, threads: int, poll: float, logdir: Path, *, leases: bool = False
+) -> list[Any]:
+    logdir.mkdir(parents=True, exist_ok=True)
     procs = []
     for i in range(count):
         log = open(logdir / f"worker{i}.log", "wb")  # noqa: SIM115 - closed with the process
         cmd = [
             sys.executable,
-            "-m",
-            "jobtui",
+            *(["-c", LEASES_SHIM] if leases else ["-m", "jobtui"]),
             "--db",
             url,
             "worker",
@@ -222,7 +241,7 @@ def run_jobtui(
 
     open_store(url).close()  # the tables, before the workers start
     logdir = Path(tempfile.mkdtemp(prefix="jobtui-bench-"))
-    procs = start_workers(url, processes, args.threads, args.poll, logdir)
+    procs = start_workers(url, processes, args.threads, args.poll, logdir, leases=args.leases)
     try:
         wait_registered(conn, procs)
         start = c.next_whole_second(args.lead)
@@ -277,6 +296,120 @@ def _jobtui_runlog(result: Result, conn: Any, start: datetime) -> None:
             if slot >= since:
                 exact.append((when - slot).total_seconds())
     result.slot_to_ledger = c.Spread.of(exact)
+
+
+# ---------------------------------------------------------------------- a Galera cluster
+
+CERT_COUNTERS = ("wsrep_local_cert_failures", "wsrep_local_bf_aborts")
+
+
+def _node_proc(conn: Any) -> c.Proc | None:
+    """The node's mariadbd (its pid file, read on this host)."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@pid_file")
+        path = Path(str(cur.fetchone()[0]))
+    try:
+        return c.Proc(int(path.read_text().split()[0]))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _cert_counters(nodes: list[str]) -> dict[str, int]:
+    total = dict.fromkeys(CERT_COUNTERS, 0)
+    for node in nodes:
+        conn = c.admin_connect(node)
+        try:
+            status = c.global_status(conn, "wsrep_local_%")
+        finally:
+            conn.close()
+        for k in CERT_COUNTERS:
+            total[k] += status.get(k, 0)
+    return total
+
+
+def run_cluster(jobs: int, nodes_used: int, args: argparse.Namespace) -> Result:
+    """jobtui on a Galera cluster (``--cluster``): one worker on each of the first
+    ``nodes_used`` nodes; the CPU of every node, and the certification aborts."""
+    nodes: list[str] = args.cluster_nodes
+    system = f"galera{nodes_used}"
+    result = Result(system, jobs, args.seconds, nodes_used)
+    server = nodes[0]
+    c.recreate_database(server)
+    conn = c.admin_connect(server, c.BENCH_DB)
+    _ledger_proc(conn, system)
+    from jobtui.core.store import open_store
+
+    open_store(c.db_url(server)).close()
+    procs_by_node = []
+    for node in nodes:
+        nconn = c.admin_connect(node)
+        procs_by_node.append(_node_proc(nconn))
+        nconn.close()
+    servers = [p for p in procs_by_node if p is not None]
+    logdir = Path(tempfile.mkdtemp(prefix="jobtui-bench-"))
+    procs = []
+    for i, node in enumerate(nodes[:nodes_used]):
+        procs += start_workers(c.db_url(node), 1, args.threads, args.poll, logdir / f"n{i + 1}")
+    before = _cert_counters(nodes)
+    try:
+        wait_registered(conn, procs)
+        start = c.next_whole_second(args.lead)
+        submit_jobtui_jobs(c.db_url(server), jobs, start, args.warmup + args.seconds)
+        if datetime.now(UTC) > start - timedelta(seconds=max(args.poll, 0.5)):
+            result.note = "setup overran the first slot"
+        measured = start + timedelta(seconds=args.warmup)
+        _measure(result, conn, [_ps(p.pid) for p in procs], measured, args, servers=servers)
+    finally:
+        stop_processes(procs)
+    after = _cert_counters(nodes)
+    result.extra["cert"] = {k: after[k] - before[k] for k in CERT_COUNTERS}
+    _jobtui_runlog(result, conn, measured)
+    conn.close()
+    result.extra["logs"] = str(logdir)
+    return result
+
+
+def cluster_table(results: list[Result]) -> str:
+    """Done/due and lateness from the run log (exact per slot: each measured slot's ok
+    run, the ledger time minus its own slot), CPU per firing done."""
+    rows = []
+    for r in results:
+        cert = r.extra.get("cert", {})
+        done = r.runs_ok
+        late = r.slot_to_ledger
+        rows.append(
+            [
+                r.system,
+                r.processes,
+                r.jobs,
+                f"{done}/{r.jobs * r.seconds}",
+                c.ms(late.p50) if late else "",
+                c.ms(late.p99) if late else "",
+                _ms_per(r.client_cpu, done),
+                _ms_per(r.server_cpu, done),
+                cert.get("wsrep_local_cert_failures", ""),
+                cert.get("wsrep_local_bf_aborts", ""),
+                r.runs_failed,
+                r.note,
+            ]
+        )
+    return c.table(
+        [
+            "system",
+            "workers (nodes)",
+            "jobs/s",
+            "done/due",
+            "p50 ms",
+            "p99 ms",
+            "worker CPU ms/firing",
+            "nodes' CPU ms/firing",
+            "cert failures",
+            "BF aborts",
+            "failed runs",
+            "note",
+        ],
+        rows,
+    )
 
 
 # ---------------------------------------------------------------------- events
@@ -629,12 +762,18 @@ def _ps(pid: int) -> c.Proc:
 
 
 def _measure(
-    result: Result, conn: Any, client: list[Any], start: datetime, args: argparse.Namespace
+    result: Result,
+    conn: Any,
+    client: list[Any],
+    start: datetime,
+    args: argparse.Namespace,
+    servers: list[c.Proc] | None = None,
 ) -> None:
-    """From the first slot until every firing is in (or the drain time is over)."""
-    server = c.mariadb_process()
+    """From the first slot until every firing is in (or the drain time is over).
+    ``servers``: the server processes to meter (a cluster's nodes), else the local one."""
+    server = c.mariadb_process() if servers is None else None
     client_meter = c.CpuMeter(client)
-    server_meter = c.CpuMeter([server] if server is not None else [])
+    server_meter = c.CpuMeter(servers if servers is not None else [server] if server else [])
     conn_meter = c.ConnectionCpuMeter(conn, c.BENCH_DB, server)
     c.sleep_until(start)
     client_meter.start()
@@ -648,8 +787,8 @@ def _measure(
             break
         time.sleep(0.25)
     result.client_cpu = client_meter.stop() if client else 0.0
-    result.server_cpu = server_meter.stop() if server is not None else math.nan
-    if result.system != "events":  # the events' threads are not connections
+    result.server_cpu = server_meter.stop() if server is not None or servers else math.nan
+    if result.system != "events" and servers is None:  # the events' threads: no connections
         result.conn_cpu = conn_meter.stop()
     rows = c.ledger_rows(conn, result.system, start)
     result.report = c.analyse_ledger(rows, result.jobs, start, result.seconds)
@@ -1042,9 +1181,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--database", default="jobtui_bench", help="scratch database (created and dropped)"
     )
     p.add_argument("--keep", action="store_true", help="leave the jobtui_bench database")
+    p.add_argument(
+        "--leases",
+        action="store_true",
+        help="jobtui's workers claim by row leases (as on a Galera cluster), not GET_LOCK",
+    )
+    p.add_argument(
+        "--cluster",
+        default=None,
+        help="cluster mode: the Galera nodes' URLs without database, comma-separated "
+        "(node 1 first); runs jobtui with a worker on node 1 alone, then one per node",
+    )
     p.add_argument("--child-apscheduler", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--start", type=float, default=0.0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    args.cluster_nodes = []
+    if args.cluster is not None:
+        args.cluster_nodes = [u.strip().rstrip("/") for u in args.cluster.split(",") if u.strip()]
+        if len(args.cluster_nodes) < 2:
+            p.error(f"invalid --cluster {args.cluster!r}: expected two or more node URLs")
     try:
         args.job_counts = [int(x) for x in str(args.jobs).split(",") if x.strip()]
     except ValueError:
@@ -1091,6 +1246,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.child_apscheduler:
         return apscheduler_child(args)
     header = [*c.machine_lines(args.server), f"jobtui revision: {c.git_revision()}"]
+    if args.cluster_nodes:
+        return main_cluster(args, header)
     header.append(c.server_noise_line())
     results: list[Result] = []
     status = 0
@@ -1110,6 +1267,32 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             c.drop_database(args.server)
     print(render(results, header, args))
+    return status
+
+
+def main_cluster(args: argparse.Namespace, header: list[str]) -> int:
+    """``--cluster``: for each N, a worker on node 1 alone, then one on every node."""
+    args.server = c.server_url(args.cluster_nodes[0])
+    results: list[Result] = []
+    status = 0
+    try:
+        for jobs in args.job_counts:
+            for used in (1, len(args.cluster_nodes)):
+                c.log(f"cluster: {used} node(s) with a worker, N={jobs} for {args.seconds} s")
+                try:
+                    results.append(run_cluster(jobs, used, args))
+                except Exception as exc:
+                    c.log(f"cluster N={jobs} failed: {type(exc).__name__}: {exc}")
+                    failed = Result(f"galera{used}", jobs, args.seconds, used)
+                    failed.note = f"failed: {type(exc).__name__}: {exc}"[:120]
+                    results.append(failed)
+                    status = 1
+    finally:
+        if not args.keep:
+            c.drop_database(args.server)
+    print("\n".join(header))
+    print()
+    print(cluster_table(results))
     return status
 
 

@@ -20,7 +20,8 @@ from jobtui.core.runner import RunnerPool
 from jobtui.core.store import JobStore, open_store
 
 # tests/accounts.py: the `server` fixture of real operator, admin and runner accounts.
-pytest_plugins = ["accounts"]
+# tests/galera_cluster.py: the `galera_cluster` (3 loopback nodes) and `galera_db` fixtures.
+pytest_plugins = ["accounts", "galera_cluster"]
 
 MYSQL_SERVER = os.environ.get("JOBTUI_TEST_MYSQL", "mysql+pymysql://root@127.0.0.1:3306")
 IN_CI = bool(os.environ.get("CI"))
@@ -130,11 +131,20 @@ def mariadb_url() -> Iterator[str]:
         conn.close()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("mariadb", marks=pytest.mark.mariadb)])
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("mariadb", marks=pytest.mark.mariadb),
+        pytest.param("galera", marks=pytest.mark.galera),
+    ]
+)
 def db_url(request) -> str:  # type: ignore[no-untyped-def]
-    """Parametrized over both backends: the store contract runs on each."""
+    """Parametrized over the backends: the store contract runs on each (galera: node 1
+    of the test cluster, tests/galera_cluster.py)."""
     if request.param == "sqlite":
         return request.getfixturevalue("sqlite_url")  # type: ignore[no-any-return]
+    if request.param == "galera":
+        return request.getfixturevalue("galera_db").urls[0]  # type: ignore[no-any-return]
     return request.getfixturevalue("mariadb_url")  # type: ignore[no-any-return]
 
 

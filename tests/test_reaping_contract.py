@@ -77,6 +77,9 @@ def test_leased_elsewhere(store: JobStore) -> None:
 def test_reaping_lock_waits_for_a_held_job_lock(store: JobStore) -> None:
     backend = store.backend
     schema_name, key = backend.lock_scope(store.engine, store.lock_key)
+    if backend.cluster:
+        _orphan_is_killed_on_its_node(store)
+        return
     if not backend.named_locks:
         assert (schema_name, key) == ("", "")
         with store.engine.connect() as conn, backend.reaping_lock(conn, _unused) as free:
@@ -97,3 +100,40 @@ def test_reaping_lock_waits_for_a_held_job_lock(store: JobStore) -> None:
 
 def _unused() -> str:
     raise AssertionError("no lock name is needed without named locks")
+
+
+def _orphan_is_killed_on_its_node(store: JobStore) -> None:
+    """A cluster's reaper (no named locks there) proves the dead holder's statement gone:
+    a connection still running on its node is killed there before its job is released."""
+    backend = store.backend
+    with store.engine.connect() as orphan, store.engine.connect() as probe:
+        cid, node = backend.connection_node(orphan)  # type: ignore[attr-defined]
+        assert node and "/" in node
+        busy = orphan.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        import threading
+        import time
+
+        outcome: list[BaseException | None] = []
+
+        def sleep() -> None:
+            try:
+                busy.execute("SELECT SLEEP(30)")
+                outcome.append(None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        t = threading.Thread(target=sleep)
+        t.start()
+        time.sleep(0.5)
+        assert backend.orphan_gone(node, cid) is True  # killed there, seen gone
+        t.join(10)
+        assert not t.is_alive()
+        gone = probe.execute(
+            text("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = :i"), {"i": cid}
+        ).scalar()
+        assert gone == 0
+        orphan.invalidate()
+        # a node that restarted since the claim (another UUID): gone with it
+        assert backend.orphan_gone(node.rsplit("/", 1)[0] + "/not-this-node", 10**9) is True
+        # an unreachable node cannot tell: the job stays held
+        assert backend.orphan_gone("127.0.0.1:1/" + node.rsplit("/", 1)[1], 5) is False

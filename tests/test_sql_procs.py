@@ -31,7 +31,7 @@ from jobtui.core.claims import lock_name
 from jobtui.core.model import What, check_sql
 from jobtui.core.privileges import grant_statements
 from jobtui.core.runner import RunnerPool
-from jobtui.core.sqlapi import calls, procedures, runlog
+from jobtui.core.sqlapi import calls, owngrant, procedures, runlog
 
 pytestmark = pytest.mark.mariadb
 
@@ -125,7 +125,7 @@ def test_grant_gives_execute_on_exactly_the_procedures() -> None:
     for kind in ("operator", "admin"):
         lines = grant_statements(kind, "eve", "my_db")
         execs = [line for line in lines if "EXECUTE" in line]
-        names = (*procedures.PUBLIC, calls.USER_EXPORT, *runlog.HELPERS)
+        names = (*procedures.PUBLIC, calls.USER_EXPORT, *runlog.HELPERS, owngrant.GRANT_OWN)
         assert execs == [
             f"GRANT EXECUTE ON PROCEDURE `my_db`.`{n}` TO `jobtui_{kind}_my_db`" for n in names
         ]
@@ -143,6 +143,7 @@ def test_the_procedures_are_invoker_and_the_helpers_definer(server: Server) -> N
     )
     assert {n: rows[n] for n in procedures.PUBLIC} == dict.fromkeys(procedures.PUBLIC, "INVOKER")
     assert {n: rows[n] for n in runlog.HELPERS} == dict.fromkeys(runlog.HELPERS, "DEFINER")
+    assert rows[owngrant.GRANT_OWN] == "DEFINER"
 
 
 # ---------------------------------------------------------------------- submit and the runners

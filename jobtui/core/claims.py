@@ -31,6 +31,21 @@ from jobtui.core.errors import JobtuiError, PermissionDenied
 LOCK_PREFIX = "jobtui"
 MAX_LOCK_NAME = 64
 
+#: The node a connection runs on, as the reaper reaches it: ``host:port/gcomm-uuid``
+#: (the node's ``wsrep_node_incoming_address`` when set, else its bind address or host
+#: name and port). NULL on a server that is not a Galera node. Read by the claims
+#: (backends/galera.py) and by the SQL interface's ``run`` (sqlapi/runlog.py): no
+#: ``@@wsrep_*`` variable, so the text parses on any MariaDB.
+NODE_EXPR = (
+    "CONCAT(IFNULL((SELECT NULLIF(NULLIF(VARIABLE_VALUE, 'AUTO'), '') "
+    "FROM information_schema.GLOBAL_VARIABLES "
+    "WHERE VARIABLE_NAME = 'WSREP_NODE_INCOMING_ADDRESS'), "
+    "CONCAT(IF(@@bind_address IN ('', '*', '0.0.0.0', '::'), @@hostname, @@bind_address), "
+    "':', @@port)), '/', "
+    "(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+    "WHERE VARIABLE_NAME = 'WSREP_GCOMM_UUID'))"
+)
+
 
 def lock_name(key: str, schema_name: str, job_id: int | str) -> str:
     """``jobtui:`` + hex HMAC-SHA256(key, ``<schema>:<job id>``), cut to 64 characters.

@@ -46,7 +46,9 @@ class Event:
     schema: str
     name: str
     definer: str  # 'user@host' as information_schema shows it
-    status: str  # ENABLED | DISABLED | SLAVESIDE_DISABLED
+    # ENABLED | DISABLED | SLAVESIDE_DISABLED (a replica's copy; on a Galera cluster: made
+    # or last enabled on another node, where it runs; enabling it here moves it here)
+    status: str
     kind: str  # "every" (RECURRING) | "at" (ONE TIME)
     interval_value: str | None  # as the server shows it: '5', '1:30'
     interval_field: str | None  # SECOND, MINUTE, ..., HOUR_MINUTE, YEAR_MONTH, ...
@@ -351,7 +353,7 @@ def set_enabled(store: JobStore, full_name: str, enabled: bool) -> Event:
     wanted = "ENABLED" if enabled else "DISABLED"
     if event.status == wanted:
         return event
-    if enabled and event.status == "SLAVESIDE_DISABLED":
+    if enabled and event.status == "SLAVESIDE_DISABLED" and not store.backend.cluster:
         raise InvalidInput(
             f"event {full_name} is SLAVESIDE_DISABLED: it is a replica's copy of a primary's "
             "event, which runs on the primary; enable it here only after a failover, with "
@@ -390,7 +392,7 @@ def adopt(store: JobStore, full_name: str, *, keep_event: bool = False) -> Adopt
             f"job runs with its owner's, and this account is {owner}: connect as "
             f"{event.definer} to adopt it"
         )
-    if event.status == "SLAVESIDE_DISABLED":
+    if event.status == "SLAVESIDE_DISABLED" and not store.backend.cluster:
         raise InvalidInput(
             f"event {full_name} is SLAVESIDE_DISABLED (a replica's copy of a primary's "
             "event): adopt it on the primary"

@@ -145,9 +145,9 @@ def sql_procedure_grants(db: str, role: str) -> list[str]:
     """EXECUTE on exactly the SQL interface's public procedures (user_export included)
     and the two run-log helpers ``run`` needs (never on the whole database:
     docs/privileges.md)."""
-    from jobtui.core.sqlapi import calls, procedures, runlog
+    from jobtui.core.sqlapi import calls, owngrant, procedures, runlog
 
     return [
         f"GRANT EXECUTE ON PROCEDURE {db}.`{name}` TO `{role}`"
-        for name in (*procedures.PUBLIC, calls.USER_EXPORT, *runlog.HELPERS)
+        for name in (*procedures.PUBLIC, calls.USER_EXPORT, *runlog.HELPERS, owngrant.GRANT_OWN)
     ]

@@ -95,6 +95,15 @@ class Reaper:
         )
 
     def heartbeat(self) -> None:
+        if not self.pool.backend.cluster:
+            self._heartbeat()
+            return
+        from jobtui.core.backends.galera import retried
+
+        # A replicated claim of a row this transaction touched aborts it (1213): again.
+        retried("a heartbeat", self._heartbeat)
+
+    def _heartbeat(self) -> None:
         pool = self.pool
         now = pool.now()
         rn = schema.runner
@@ -197,7 +206,7 @@ class Reaper:
                 )
             ]
             conn.rollback()
-        if all([self.release_job(jid, rid, now, msg) for jid in ids]):
+        if all([self.release_job(jid, rid, now, msg, kill=False) for jid in ids]):
             self.mark_lost(rid, now, msg)
 
     def _stalled_here(self, registered: Sequence[Any], silent: set[str]) -> set[str]:
@@ -230,7 +239,9 @@ class Reaper:
 
     def _reap_runner(self, rid: str, now: datetime, msg: str, *, delete_row: bool) -> None:
         pool = self.pool
-        self.mark_lost(rid, now, msg)
+        cluster = pool.backend.cluster
+        if not cluster:
+            self.mark_lost(rid, now, msg)
         j = schema.job
         with pool.engine.connect() as conn:
             ids = [
@@ -240,7 +251,10 @@ class Reaper:
                 )
             ]
             conn.rollback()
-        remaining = sum(0 if self.release_job(jid, rid, now, msg) else 1 for jid in ids)
+        held = {jid for jid in ids if not self.release_job(jid, rid, now, msg)}
+        if cluster:  # a run is lost only once its statement is known gone (orphan_gone)
+            self.mark_lost(rid, now, msg, skip=held)
+        remaining = len(held)
         if remaining == 0 and delete_row:
             rn = schema.runner
             cutoff = now - timedelta(seconds=pool.heartbeat_timeout)
@@ -294,11 +308,21 @@ class Reaper:
                 )
 
     def release_job(
-        self, job_id: int, holder: str, now: datetime, msg: str, *, unless_active: bool = False
+        self,
+        job_id: int,
+        holder: str,
+        now: datetime,
+        msg: str,
+        *,
+        unless_active: bool = False,
+        kill: bool = True,
     ) -> bool:
         """Give a dead holder's job back; False while something of the holder may still
-        run it (MySQL/MariaDB: its named lock is not free yet)."""
+        run it (MySQL/MariaDB: its named lock is not free yet; a cluster: its connection
+        is still there, ``kill=False``, or its node cannot be asked)."""
         pool = self.pool
+        if pool.backend.cluster and not self._orphan_gone(job_id, holder, kill=kill):
+            return False
         with (
             pool.engine.connect() as lock_conn,
             pool.backend.reaping_lock(lock_conn, lambda: pool._lock_name(job_id)) as free,
@@ -337,6 +361,21 @@ class Reaper:
                 c.execute(update(j).where(j.c.id == job_id).values(**values))
             log.warning("job %s released: %s", row.name, msg)
             return True
+
+    def _orphan_gone(self, job_id: int, holder: str, *, kill: bool) -> bool:
+        """A cluster's: the holder's executing connection (recorded with its claim) is
+        gone from its node, killed there now if it still ran (``Backend.orphan_gone``)."""
+        j = schema.job
+        with self.pool.engine.connect() as conn:
+            row = conn.execute(
+                select(j.c.running, j.c.runner_id, j.c.runner_node, j.c.runner_connection_id).where(
+                    j.c.id == job_id
+                )
+            ).first()
+            conn.rollback()
+        if row is None or not row.running or row.runner_id != holder:
+            return True  # nothing of the holder's left to wait for
+        return self.pool.backend.orphan_gone(row.runner_node, row.runner_connection_id, kill=kill)
 
     def reap_self(self, now: datetime) -> None:
         """Claims of ours whose commit reply was lost with the connection (no thread has them)."""

@@ -193,6 +193,15 @@ def current_role(conn: Connection) -> str | None:
     return None if role is None else str(role)
 
 
+def on_cluster(conn: Connection) -> bool:
+    """Whether the server is a Galera node (``wsrep_on``; read so that it parses anywhere)."""
+    value = conn.exec_driver_sql(
+        "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
+        "WHERE VARIABLE_NAME = 'WSREP_ON'"
+    ).scalar()
+    return str(value or "").upper() == "ON"
+
+
 def install(conn: Connection, routines: Iterable[Routine]) -> list[Routine]:
     """CREATE the routines that do not exist yet; returns those created.
 
@@ -203,6 +212,9 @@ def install(conn: Connection, routines: Iterable[Routine]) -> list[Routine]:
     routines = list(routines)
     mine = own(conn, routines)
     created: list[Routine] = []
+    cluster = any(mine.get((r.type, r.name.lower())) is not True for r in routines) and (
+        on_cluster(conn)
+    )
     raw = conn.connection.dbapi_connection
     assert raw is not None
     cur = raw.cursor()
@@ -215,6 +227,10 @@ def install(conn: Connection, routines: Iterable[Routine]) -> list[Routine]:
                 if key in mine:  # the owner's, but not what it should be: made again
                     cur.execute(routine.drop_sql())
                 cur.execute(routine.create_sql())  # no parameters: % and ? stay as they are
+                if cluster:  # the automatic grant stays on this node; a GRANT replicates
+                    from jobtui.core.sqlapi.owngrant import GRANT_OWN
+
+                    cur.execute(f"CALL `{GRANT_OWN}`(%s, %s)", (routine.type, routine.name))
             except Exception as exc:
                 with contextlib.suppress(DBAPIError):  # the refusal is what matters here
                     drop(conn, created)

@@ -134,6 +134,7 @@ job = Table(
     # the runner executing it now
     Column("runner_id", String(190)),
     Column("runner_connection_id", BigInteger),
+    Column("runner_node", String(255)),  # Galera: the claim's node, host:port/gcomm-uuid
     Column("runner_start", Timestamp),
     Column("runner_finish", Timestamp),
     Column("locked_by", String(190)),  # SQLite claim lease holder

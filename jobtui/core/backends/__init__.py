@@ -5,11 +5,16 @@ when it is opened (``backend_for``); the store and the runners speak only to it.
 
 from __future__ import annotations
 
+import logging
+
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from jobtui.core.backends.base import Backend
 from jobtui.core.backends.mysql import MySQLBackend
 from jobtui.core.backends.sqlite import SQLiteBackend
+
+log = logging.getLogger("jobtui")
 
 __all__ = ["Backend", "MySQLBackend", "SQLiteBackend", "backend_class", "backend_for"]
 
@@ -21,5 +26,17 @@ def backend_class(name: str) -> type[Backend]:
 
 
 def backend_for(engine: Engine) -> Backend:
-    """The backend of ``engine``'s database."""
-    return backend_class(engine.dialect.name)(engine)
+    """The backend of ``engine``'s database (a MariaDB Galera node's: ``GaleraBackend``,
+    found by asking the server for ``wsrep_on``)."""
+    cls = backend_class(engine.dialect.name)
+    if cls is MySQLBackend:
+        from jobtui.core.backends.galera import GaleraBackend, is_cluster
+
+        try:
+            if is_cluster(engine):
+                return GaleraBackend(engine)
+        except SQLAlchemyError as exc:
+            # Unreachable now: the store's first use fails with the reason (a worker
+            # exits), and the next open asks again.
+            log.debug("could not ask the server whether it is a Galera node: %s", exc)
+    return cls(engine)

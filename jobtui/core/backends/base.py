@@ -64,6 +64,9 @@ class Backend(ABC):
     named_locks: ClassVar[bool]
     #: The server has its own scheduler's events (jobtui.core.events); else why not.
     has_events: ClassVar[bool] = True
+    #: A Galera cluster (every node a primary): exclusivity by row leases certified at
+    #: commit, a dead runner's statement killed on its node before its job is released.
+    cluster: ClassVar[bool] = False
     no_events: ClassVar[str] = ""
 
     def __init__(self, engine: Engine) -> None:
@@ -378,6 +381,13 @@ class Backend(ABC):
         when it starts: the schema ``engine`` works in and the key ``lock_key()``; both
         empty where there are no named locks."""
         raise NotImplementedError
+
+    def orphan_gone(self, node: str | None, cid: int | None, *, kill: bool = True) -> bool:
+        """Whether a dead holder's executing connection ``cid`` (on ``node``, as claimed)
+        is known gone, killed now if need be and ``kill`` (a cluster's, ``cluster``;
+        ``kill=False``: a SQL session's ``CALL run``, alive while connected). Elsewhere the
+        named lock (MySQL) or the holder's judged death (SQLite) decides: True."""
+        return True
 
     def leased_elsewhere(self, row: Any, runner_id: str, now: datetime) -> bool:
         """Whether job ``row``'s claim lease (``locked_by``, ``locked_until``) belongs to

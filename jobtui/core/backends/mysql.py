@@ -407,7 +407,7 @@ class MySQLBackend(Backend):
         ``SELECT ... FOR UPDATE``, ``UPDATE jobtui_job ... CASE``, ``DO
         RELEASE_LOCK(...)``, ``COMMIT``)."""
         with sql.raw_transaction(conn, "recording") as cur:
-            sql.record_runs(cur, runner_id, outcomes)
+            sql.record_runs(cur, runner_id, outcomes, over_lost=not self.cluster)
             locked = sql.lock_rows(cur, sql.RECORD_COLUMNS_READ, [o[0] for o in outcomes])
             rows = {
                 int(row.id): (row, job)

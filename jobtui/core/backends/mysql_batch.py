@@ -345,12 +345,18 @@ def insert_runs(cur: Any, rows: Iterable[dict[str, Any]]) -> None:
 
 
 def record_runs(
-    cur: Any, runner: str, outcomes: Sequence[tuple[int, Any, dict[str, Any], Any]]
+    cur: Any,
+    runner: str,
+    outcomes: Sequence[tuple[int, Any, dict[str, Any], Any]],
+    *,
+    over_lost: bool = True,
 ) -> int:
     """Set outcome, started, finished, duration, error of each (job id, slot) run row of ``runner``.
 
     ``outcomes``: (job id, slot, values, anything) with distinct job ids. Rows a reaper
-    marked ``lost`` while this runner was cut off are recorded too: it knows better.
+    marked ``lost`` while this runner was cut off are recorded too: it knows better
+    (``over_lost=False``, a cluster's: a reaper marks a run lost only once it killed its
+    statement or saw its node restart, and that verdict stands).
     """
     if not outcomes:
         return 0
@@ -364,7 +370,7 @@ def record_runs(
     match = " OR ".join(["(job_id = %s AND scheduled_for = %s)"] * len(outcomes))
     for jid, slot, _values, _item in outcomes:
         params.extend((jid, slot))
-    params.extend((runner, Outcome.RUNNING.value, Outcome.LOST.value))
+    params.extend((runner, Outcome.RUNNING.value, Outcome.LOST.value if over_lost else ""))
     _execute(
         cur,
         f"UPDATE {RUN} {RUN_BY_SLOT} SET {', '.join(sets)} WHERE ({match}) AND runner = %s "

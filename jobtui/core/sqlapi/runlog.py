@@ -18,7 +18,7 @@ once that session is gone (killed, disconnected).
 from __future__ import annotations
 
 from jobtui.core import schema as schema_
-from jobtui.core.claims import LOCK_PREFIX, MAX_LOCK_NAME
+from jobtui.core.claims import LOCK_PREFIX, MAX_LOCK_NAME, NODE_EXPR
 from jobtui.core.sqlapi.sqltext import BIN, NOW, STATUS_COLUMNS, every_next, fail, quote_ident
 
 BEGIN = "jobtui_sql_run_begin"
@@ -128,7 +128,8 @@ def _begin(schema: str, definer_role: bool) -> str:
   END IF;
   SET v_got = 1;
   UPDATE {q}.`jobtui_job` SET `running` = 1, `this_run` = p_slot, `runner_id` = v_rid,
-      `runner_connection_id` = CONNECTION_ID(), `runner_start` = p_slot, `runner_finish` = NULL,
+      `runner_connection_id` = CONNECTION_ID(), `runner_node` = {NODE_EXPR},
+      `runner_start` = p_slot, `runner_finish` = NULL,
       `last_cycle_start` = p_slot, `run_now` = 0, `abort_requested` = 0, `updated` = p_slot,
       `status` = 'RUNNING'
     WHERE `id` = p_job AND `running` = 0;
