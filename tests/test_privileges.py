@@ -282,7 +282,14 @@ def test_grant_prints_validated_quoted_statements(
     assert f"GRANT CONNECTION ADMIN ON *.* TO `{role}`;" in lines
     assert f"GRANT SELECT ON `{server.database}`.`jobtui_secret` TO `{role}`;" in lines
     assert f"GRANT SELECT ON `{server.database}`.`jobtui_action_grant` TO `{role}`;" in lines
-    assert not [line for line in lines if "procs_priv" in line or "mysql`.`user" in line]
+    # procs_priv: only to refuse a routine its owner can still alter (issue 23), by name
+    assert f"GRANT SELECT ON `mysql`.`procs_priv` TO `{role}`;" in lines
+    # mysql.user and mysql.db: only the columns that say who may alter every routine
+    # (issue 23), never the password hashes
+    assert [line for line in lines if "mysql`.`user" in line or "mysql`.`db" in line] == [
+        f"GRANT SELECT (`User`, `Host`, `Alter_routine_priv`) ON `mysql`.`user` TO `{role}`;",
+        f"GRANT SELECT (`User`, `Host`, `Db`, `Alter_routine_priv`) ON `mysql`.`db` TO `{role}`;",
+    ]
     code, out, _ = _cli(capsys, server.url, "grant", "dave", "--json")
     data = json.loads(out)
     assert data["account"] == "'dave'@'%'" and data["kind"] == "operator"

@@ -159,16 +159,18 @@ def test_execute_granted_through_a_role_works_inside_the_owners_routine(server: 
         root.close()
 
 
-def test_an_admins_own_jobs_run_as_its_routines(server: Server) -> None:
-    """An admin's routines run too: its role carries no EXECUTE on the database, so the
-    server grants the creator EXECUTE on each routine it makes (a DEFINER routine's
-    EXECUTE is checked for its definer without the definer's roles)."""
+def test_an_admins_own_jobs_are_refused_while_it_may_alter_every_routine(server: Server) -> None:
+    """An admin's role holds ALTER ROUTINE on the database (init, remove), which the keeper
+    cannot seal away: it could flip its routine between the runner's check and the call,
+    so the runner refuses its call/sql/expr jobs (issue 23) and says what to do."""
     adm = server.store("adm")
     try:
         adm.submit("mine", What("sql", "SELECT 1"), ONCE)
         with _runner(server):
             run = _wait_run(adm, "mine")
-        assert run.outcome is Outcome.OK, run.error  # type: ignore[attr-defined]
+        assert run.outcome is Outcome.FAILED  # type: ignore[attr-defined]
+        assert "holds ALTER ROUTINE on the database" in run.error  # type: ignore[attr-defined]
+        assert "--operator" in run.error  # type: ignore[attr-defined]
     finally:
         adm.close()
 
@@ -249,11 +251,13 @@ def _set_through_view(server: Server, key: str, job_id: int, **columns: str) -> 
 
 
 def _create_as(server: Server, key: str, routine: routines.Routine) -> None:
-    """``key``'s own session creates the routine by hand (bypassing jobtui's checks)."""
+    """``key``'s own session creates the routine by hand (bypassing jobtui's checks) and
+    has the keeper seal it, as it may (an unsealed one is refused before anything else)."""
     conn = server.raw(key)
     try:
         with conn.cursor() as cur:
             cur.execute(routine.create_sql())
+            cur.execute("CALL jobtui_seal(%s, %s)", (routine.type, routine.name))
     finally:
         conn.close()
 
@@ -456,7 +460,7 @@ def test_a_definition_changed_through_the_view_is_refused_until_changed_by_the_o
         with root.cursor() as cur:
             cur.execute("SELECT who FROM marks")
             assert cur.fetchall() == (("two",),)
-            # only the new definition's routine is left
+            # only the new definition's routine is left (retired through the keeper)
             cur.execute(
                 "SELECT COUNT(*) FROM mysql.proc WHERE db = %s AND name LIKE %s",
                 (db, f"jobtui\\_w\\_{job.id}\\_%"),
@@ -499,13 +503,23 @@ def test_an_invoker_routine_of_the_owner_is_refused(server: Server) -> None:
         assert routine is not None
         conn = server.raw("alice")
         try:
-            with conn.cursor() as cur:
-                cur.execute(routine.drop_sql())
-                cur.execute(
-                    routine.create_sql().replace("SQL SECURITY DEFINER", "SQL SECURITY INVOKER")
-                )
+            with conn.cursor() as cur, pytest.raises(pymysql.err.OperationalError) as denied:
+                cur.execute(routine.drop_sql())  # sealed: the owner cannot drop it
+            assert denied.value.args[0] == 1370
         finally:
             conn.close()
+        # only an account that may set another definer can make one in alice's name
+        root = _root(server)
+        try:
+            with root.cursor() as cur:
+                cur.execute(routine.drop_sql())
+                cur.execute(
+                    routine.create_sql()
+                    .replace("SQL SECURITY DEFINER", "SQL SECURITY INVOKER")
+                    .replace("CREATE ", f"CREATE DEFINER = '{server.names['alice']}'@'%' ", 1)
+                )
+        finally:
+            root.close()
         with _runner(server):
             run = _wait_run(alice, "mine")
         assert run.outcome is Outcome.FAILED  # type: ignore[attr-defined]
@@ -539,6 +553,8 @@ def test_routines_follow_submit_change_and_remove(server: Server) -> None:
         )
         first = names(job.id)
         assert [n[:9] for n in first] == ["jobtui_w_", "jobtui_x_"]
+        # sealed (issue 23): the owner cannot drop them itself; the keeper
+        # (jobtui_retire) does, while no runner holds the job
         alice.change("j", every=60)  # no expression any more: its function goes
         assert names(job.id) == first[:1]
         alice.change("j", what=What("sql", "SELECT 2"))

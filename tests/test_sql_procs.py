@@ -31,7 +31,7 @@ from jobtui.core.claims import lock_name
 from jobtui.core.model import What, check_sql
 from jobtui.core.privileges import grant_statements
 from jobtui.core.runner import RunnerPool
-from jobtui.core.sqlapi import calls, owngrant, procedures, runlog
+from jobtui.core.sqlapi import calls, keeper, owngrant, procedures, runlog
 
 pytestmark = pytest.mark.mariadb
 
@@ -125,9 +125,16 @@ def test_grant_gives_execute_on_exactly_the_procedures() -> None:
     for kind in ("operator", "admin"):
         lines = grant_statements(kind, "eve", "my_db")
         execs = [line for line in lines if "EXECUTE" in line]
-        names = (*procedures.PUBLIC, calls.USER_EXPORT, *runlog.HELPERS, owngrant.GRANT_OWN)
+        names = (
+            *procedures.PUBLIC,
+            calls.USER_EXPORT,
+            *runlog.HELPERS,
+            *keeper.HELPERS,
+            owngrant.GRANT_OWN,
+        )
         assert execs == [
-            f"GRANT EXECUTE ON PROCEDURE `my_db`.`{n}` TO `jobtui_{kind}_my_db`" for n in names
+            *(f"GRANT EXECUTE ON PROCEDURE `my_db`.`{n}` TO `jobtui_{kind}_my_db`" for n in names),
+            f"GRANT EXECUTE ON FUNCTION `my_db`.`{keeper.WHO}` TO `jobtui_{kind}_my_db`",
         ]
     assert not [line for line in grant_statements("runner", "eve", "my_db") if "PROCEDURE" in line]
 

@@ -112,6 +112,9 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
         grants = [
             "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP, CREATE VIEW, "
             f"SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE ON {escaped}.* TO `{role}`",
+            # the keeper (jobtui_seal, defined by the admin at init) revokes ALTER ROUTINE
+            # on each job routine from its owner: it needs the GRANT OPTION to
+            f"GRANT GRANT OPTION ON {escaped}.* TO `{role}`",
         ]
         grants += sql_procedure_grants(db, role)
     else:
@@ -130,6 +133,14 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
             f"GRANT EXECUTE ON {escaped}.* TO `{role}`",
             # verifying them before each run: definer, security type, body
             f"GRANT SELECT ON `mysql`.`proc` TO `{role}`",
+            # refusing a routine its owner can still alter (ALTER ROUTINE not sealed away)
+            f"GRANT SELECT ON `mysql`.`procs_priv` TO `{role}`",
+            # ... or can alter every routine of the database, directly or through a role
+            # (only these columns: mysql.user holds password hashes)
+            f"GRANT SELECT (`User`, `Host`, `Alter_routine_priv`) ON `mysql`.`user` TO `{role}`",
+            f"GRANT SELECT (`User`, `Host`, `Db`, `Alter_routine_priv`) ON `mysql`.`db` "
+            f"TO `{role}`",
+            f"GRANT SELECT ON `mysql`.`roles_mapping` TO `{role}`",
             # KILL QUERY of a run executing in its owner's (DEFINER) context: abort
             f"GRANT CONNECTION ADMIN ON *.* TO `{role}`",
         ]
@@ -145,9 +156,19 @@ def sql_procedure_grants(db: str, role: str) -> list[str]:
     """EXECUTE on exactly the SQL interface's public procedures (user_export included)
     and the two run-log helpers ``run`` needs (never on the whole database:
     docs/privileges.md)."""
-    from jobtui.core.sqlapi import calls, owngrant, procedures, runlog
+    from jobtui.core.sqlapi import calls, keeper, owngrant, procedures, runlog
 
     return [
-        f"GRANT EXECUTE ON PROCEDURE {db}.`{name}` TO `{role}`"
-        for name in (*procedures.PUBLIC, calls.USER_EXPORT, *runlog.HELPERS, owngrant.GRANT_OWN)
+        *(
+            f"GRANT EXECUTE ON PROCEDURE {db}.`{name}` TO `{role}`"
+            for name in (
+                *procedures.PUBLIC,
+                calls.USER_EXPORT,
+                *runlog.HELPERS,
+                *keeper.HELPERS,
+                owngrant.GRANT_OWN,
+            )
+        ),
+        # the keeper's lookup of a squatter: who made the routine under a job's name
+        f"GRANT EXECUTE ON FUNCTION {db}.`{keeper.WHO}` TO `{role}`",
     ]

@@ -12,13 +12,16 @@ database, ``SQL SECURITY DEFINER`` routines holding what the job runs:
 
 ``r`` is the creating session's CURRENT_ROLE(): MariaDB does not activate a
 definer's default role inside a DEFINER routine. ``digest12`` covers the
-definition and the role, so a change creates the new routine before the row
-names it and drops the old one after.
+definition (not the role, so the runner knows the exact name), so a change
+creates the new routine before the row names it and drops the old one after.
+Right after creating one, the owner's session has the keeper (``jobtui_seal``,
+jobtui.core.sqlapi.keeper) revoke the owner's ALTER ROUTINE on it: sealed,
+the owner can no longer alter, drop or replace it.
 
-Before running, the runner checks every routine of a batch in one query on
-``mysql.proc`` (``verify``): it exists, is SQL SECURITY DEFINER, its definer
-is the job's owner exactly, and its body is the one the row's definition
-implies. Nothing else is trusted: a row changed through the view names a
+Before running, the runner checks every routine of a batch by exact name on
+``mysql.proc`` and ``mysql.procs_priv`` (``verify``): it exists, is SQL
+SECURITY DEFINER, its definer is the job's owner exactly, it is sealed, and
+its body is the one the row's definition implies. Nothing else is trusted: a row changed through the view names a
 routine that does not exist, and only the owner can create routines whose
 definer is the owner. docs/privileges.md.
 """
@@ -48,6 +51,9 @@ PROC_PREFIX = "jobtui_w_"
 FUNC_PREFIX = "jobtui_x_"
 EXPR_TIMEOUT = 2.0  # seconds an expr schedule's evaluation may take (max_statement_time)
 PROCEDURE = "PROCEDURE"
+SEAL = "jobtui_seal"  # the keeper (jobtui.core.sqlapi.keeper)
+WHO = "jobtui_routine_definer"
+RETIRE = "jobtui_retire"
 FUNCTION = "FUNCTION"
 _ROLE_PREFIX = re.compile(r"BEGIN SET ROLE (`(?:[^`]|``)+`); ")
 # Errors that mean "this account may not" on mysql.proc
@@ -124,7 +130,8 @@ def _for_what(job_id: int, what: What, role: str | None) -> Routine:
         params = ", ".join(f"IN {n} TEXT" for n in names)
     else:
         statement, params = what.target, ""
-    digest = _digest(what.kind, what.target, len(what.args), role)
+    # no role in the name: the runner looks the routine up by its exact name
+    digest = _digest(what.kind, what.target, len(what.args))
     return Routine(
         PROCEDURE,
         f"{PROC_PREFIX}{int(job_id)}_{digest}",
@@ -136,7 +143,7 @@ def _for_what(job_id: int, what: What, role: str | None) -> Routine:
 @functools.lru_cache(maxsize=4096)
 def for_expr(job_id: int, expr: str, role: str | None) -> Routine:
     """The FUNCTION that evaluates an expr schedule."""
-    digest = _digest("expr", expr, role)
+    digest = _digest("expr", expr)
     return Routine(
         FUNCTION,
         f"{FUNC_PREFIX}{int(job_id)}_{digest}",
@@ -221,30 +228,66 @@ def install(conn: Connection, routines: Iterable[Routine]) -> list[Routine]:
     try:
         for routine in routines:
             key = (routine.type, routine.name.lower())
-            if mine.get(key) is True:
-                continue  # already there, as it should be
             try:
-                if key in mine:  # the owner's, but not what it should be: made again
-                    cur.execute(routine.drop_sql())
-                cur.execute(routine.create_sql())  # no parameters: % and ? stay as they are
-                if cluster:  # the automatic grant stays on this node; a GRANT replicates
-                    from jobtui.core.sqlapi.owngrant import GRANT_OWN
+                if mine.get(key) is not True:
+                    if key in mine:  # the owner's, but not what it should be: made again
+                        drop(conn, [routine])  # sealed: through the keeper
+                    cur.execute(routine.create_sql())  # no parameters: % and ? stay as they are
+                    created.append(routine)
+                    if cluster:  # the automatic grant stays on this node; a GRANT replicates
+                        from jobtui.core.sqlapi.owngrant import GRANT_OWN
 
-                    cur.execute(f"CALL `{GRANT_OWN}`(%s, %s)", (routine.type, routine.name))
+                        cur.execute(f"CALL `{GRANT_OWN}`(%s, %s)", (routine.type, routine.name))
             except Exception as exc:
                 with contextlib.suppress(DBAPIError):  # the refusal is what matters here
                     drop(conn, created)
+                raise InvalidInput(_refusal(cur, routine, exc)) from None
+            try:
+                # the keeper takes ALTER ROUTINE on it away from the owner: from now on
+                # the owner can neither alter, nor drop, nor replace what the runner checks
+                cur.execute(f"CALL {quote_identifier(SEAL)}(%s, %s)", (routine.type, routine.name))
+            except Exception as exc:
+                with contextlib.suppress(DBAPIError):
+                    drop(conn, created)
                 raise InvalidInput(
-                    f"the database refused to create the job's {routine.type.lower()} "
-                    f"{routine.name} in the owner's session ({_reason(exc)}); the job "
-                    "runs as that routine, with the owner's rights, so the owner needs "
-                    "CREATE ROUTINE on the jobtui database (`jobtui grant`) and a statement "
-                    "that a stored procedure may hold"
+                    f"the keeper could not seal the job's {routine.type.lower()} {routine.name} "
+                    f"({_reason(exc)}); the owner needs EXECUTE on the procedure {SEAL} "
+                    "(`jobtui grant`), and an admin creates it with `jobtui init`"
                 ) from None
-            created.append(routine)
     finally:
         cur.close()
     return created
+
+
+def _refusal(cur: Any, routine: Routine, exc: BaseException) -> str:
+    """Why the server refused to create ``routine``; a routine of that name made by
+    another account (a squatter, error 1304) is named with its account."""
+    orig = getattr(exc, "orig", None) or exc
+    code = getattr(orig, "args", (None,))[0]
+    kind = routine.type.lower()
+    if code == 1304:
+        squatter = None
+        with contextlib.suppress(Exception):
+            cur.execute(f"SELECT {quote_identifier(WHO)}(%s, %s)", (routine.type, routine.name))
+            row = cur.fetchone()
+            squatter = None if row is None or row[0] is None else str(row[0])
+        by = f"the account {squatter}" if squatter else "another account"
+        return (
+            f"the job's {kind} {routine.name} cannot be created: {by} already made a routine "
+            "under that name; it is not the owner's and never runs. An admin drops it "
+            f"(DROP {routine.type} {routine.name}), then submit again"
+        )
+    return (
+        f"the database refused to create the job's {kind} "
+        f"{routine.name} in the owner's session ({_reason(exc)}); the job "
+        "runs as that routine, with the owner's rights, so the owner needs "
+        "CREATE ROUTINE on the jobtui database (`jobtui grant`) and a statement "
+        "that a stored procedure may hold"
+    )
+
+
+def _without_role(body: str) -> str:
+    return _ROLE_PREFIX.sub("BEGIN ", body, count=1)
 
 
 def own(conn: Connection, routines: Sequence[Routine]) -> dict[tuple[str, str], bool]:
@@ -261,17 +304,41 @@ def own(conn: Connection, routines: Sequence[Routine]) -> dict[tuple[str, str], 
         f"CURRENT_USER() AND ROUTINE_NAME IN ({marks})",
         tuple(names),
     ).all()
-    bodies = {(str(t), str(n).lower()): (d, s) for t, n, d, s in rows}
+    # the body as made, whatever role it sets (a sealed routine stays as it was made)
+    bodies = {(str(t), str(n).lower()): (_without_role(str(d)), s) for t, n, d, s in rows}
     return {
-        (r.type, r.name.lower()): bodies[(r.type, r.name.lower())] == (r.body, "DEFINER")
+        (r.type, r.name.lower()): bodies[(r.type, r.name.lower())]
+        == (_without_role(r.body), "DEFINER")
         for r in routines
         if (r.type, r.name.lower()) in bodies
     }
 
 
 def drop(conn: Connection, routines: Iterable[Routine]) -> None:
+    """Drop each routine: directly when this account may (an admin; the owner's own
+    routine not sealed yet), else through the keeper (``jobtui_retire``: the owner's
+    sealed routine, only while no runner holds its job). Raises when neither may."""
     for routine in routines:
-        conn.exec_driver_sql(routine.drop_sql())  # validated names: no % to format
+        try:
+            conn.exec_driver_sql(routine.drop_sql())  # validated names: no % to format
+        except DBAPIError as exc:
+            job_id = _job_of(routine.name)
+            if job_id is None or getattr(exc.orig, "args", (None,))[0] != 1370:
+                raise
+            if conn.in_transaction():
+                conn.rollback()
+            conn.exec_driver_sql(
+                f"CALL {quote_identifier(RETIRE)}(%s, %s, %s)", (job_id, routine.type, routine.name)
+            )
+
+
+def _job_of(name: str) -> int | None:
+    """The job id in a job routine's name (``jobtui_w_<id>_…``)."""
+    for prefix in (PROC_PREFIX, FUNC_PREFIX):
+        if name.lower().startswith(prefix):
+            head = name[len(prefix) :].split("_", 1)[0]
+            return int(head) if head.isdigit() else None
+    return None
 
 
 def drop_stale(
@@ -334,50 +401,123 @@ class Verdict:
 def verify(
     conn: Connection, schema_name: str, jobs: Sequence[Job], *, kind: str = PROCEDURE
 ) -> dict[int, Verdict]:
-    """Check each job's routine of ``kind`` in one query on ``mysql.proc``.
+    """Check each job's routine of ``kind``: one exact-name query on ``mysql.proc``,
+    one on ``mysql.procs_priv``.
 
     PROCEDURE: the ``call``/``sql`` jobs' (others are left out of the result);
     FUNCTION: the expr schedules'. A routine passes when it exists, is SQL
-    SECURITY DEFINER, its definer is the job's owner (user and host) and its
-    body is what the row's definition implies (any SET ROLE prefix: a definer
-    can only set roles granted to it).
+    SECURITY DEFINER, its definer is the job's owner (user and host), the owner
+    holds no ALTER ROUTINE on it (sealed by the keeper, so it cannot change
+    between this check and the call) and its body is what the row's definition
+    implies (any SET ROLE prefix: a definer can only set roles granted to it).
     """
     if kind == PROCEDURE:
         jobs = [j for j in jobs if j.what.kind in ("call", "sql")]
-        prefix = PROC_PREFIX
     else:
         jobs = [j for j in jobs if j.schedule.kind == "expr" and j.schedule.expr is not None]
-        prefix = FUNC_PREFIX
     if not jobs:
         return {}
-    likes = " OR ".join(["name LIKE %s"] * len(jobs))
+    # Exact names (the primary key of mysql.proc and of mysql.procs_priv): the cost does
+    # not grow with how many routines others made under a job's prefix (issue 23, 3b).
+    names = {j.id: _expected(j, kind, None) for j in jobs}
+    marks = ", ".join(["%s"] * len(jobs))
     raw = conn.connection.dbapi_connection
     assert raw is not None
     cur = raw.cursor()
     try:
         cur.execute(
             "SELECT name, definer, security_type, param_list, body_utf8 FROM mysql.proc "
-            f"WHERE db = %s AND type = %s AND ({likes})",
-            (schema_name, kind, *(_like(prefix, j.id) for j in jobs)),
+            f"WHERE db = %s AND type = %s AND name IN ({marks})",
+            (schema_name, kind, *(names[j.id].name for j in jobs)),  # type: ignore[union-attr]
         )
         rows = cur.fetchall()
+        unsealed: set[tuple[str, str]] = set()
+        wide: dict[str, str] = {}
+        for owner in sorted({j.owner for j in jobs}):  # one owner per batch (Rule 6)
+            mine = [names[j.id].name for j in jobs if j.owner == owner]  # type: ignore[union-attr]
+            where, names_left = _alterable(cur, schema_name, kind, owner, mine)
+            unsealed |= {(n.lower(), owner) for n in names_left}
+            if where is not None:
+                wide[owner] = where
     except conn.dialect.loaded_dbapi.Error as exc:
         code = getattr(exc, "args", (None,))[0]
         if code not in _DENIED:
             raise DBAPIError.instance("verify", None, exc, conn.dialect.loaded_dbapi.Error) from exc
         problem = (
             "the runner cannot verify the job's routine: its account needs SELECT on "
-            "mysql.proc (`jobtui grant ACCOUNT --runner`, docs/privileges.md)"
+            "mysql.proc and mysql.procs_priv (`jobtui grant ACCOUNT --runner`, "
+            "docs/privileges.md)"
         )
         return {j.id: Verdict(None, problem, runner_side=True) for j in jobs}
     finally:
         cur.close()
-    by_job: dict[int, list[tuple[Any, ...]]] = {}
+    by_name: dict[str, list[tuple[Any, ...]]] = {}
     for row in rows:
-        head = str(row[0])[len(prefix) :].split("_", 1)[0]
-        if head.isdigit():
-            by_job.setdefault(int(head), []).append(row)
-    return {j.id: _judge(j, schema_name, kind, by_job.get(j.id, [])) for j in jobs}
+        by_name.setdefault(str(row[0]).lower(), []).append(row)
+    return {
+        j.id: _judge(
+            j,
+            schema_name,
+            kind,
+            by_name.get(names[j.id].name.lower(), []),  # type: ignore[union-attr]
+            unsealed,
+        )
+        if j.owner not in wide
+        else Verdict(
+            None,
+            f"the job's owner {j.owner} holds ALTER ROUTINE {wide[j.owner]}, so it could "
+            "flip or replace the job's routine between the runner's check and its call: "
+            "refused. Submit the job from an account without it (an operator: `jobtui "
+            "grant ACCOUNT --operator`; docs/privileges.md)",
+        )
+        for j in jobs
+    }
+
+
+# Every account the owner may act as: itself and the roles granted to it (recursively:
+# SET ROLE may activate any of them, inside its own routine too).
+_ALTERS_EVERYTHING = (
+    "WITH RECURSIVE g (u, h) AS (SELECT CAST(%s AS CHAR(128)), CAST(%s AS CHAR(255)) "
+    "UNION SELECT rm.Role, '' FROM "
+    "mysql.roles_mapping rm JOIN g ON rm.User = g.u AND rm.Host = g.h) "
+    "SELECT CURRENT_USER() = %s, "
+    "EXISTS (SELECT 1 FROM mysql.user mu JOIN g ON mu.User = g.u AND mu.Host = g.h "
+    "WHERE mu.Alter_routine_priv = 'Y'), "
+    "EXISTS (SELECT 1 FROM mysql.db d JOIN g ON d.User = g.u AND d.Host = g.h "
+    "WHERE d.Alter_routine_priv = 'Y' AND %s LIKE d.Db)"
+)
+
+
+def _account(owner: str) -> tuple[str, str]:
+    user, sep, host = owner.rpartition("@")
+    return (user, host) if sep else (owner, "%")
+
+
+def _alterable(
+    cur: Any, schema_name: str, kind: str, owner: str, names: list[str]
+) -> tuple[str | None, list[str]]:
+    """In one query: where ``owner`` holds ALTER ROUTINE beyond its own routines (the
+    keeper cannot seal those away: "on the database …" or "on every database"; None when
+    it does not, or when the owner is the runner's own account: nothing to borrow), and
+    which of its routines ``names`` it may still alter (not sealed)."""
+    user, host = _account(owner)
+    marks = ", ".join(["%s"] * len(names))
+    cur.execute(
+        _ALTERS_EVERYTHING
+        + ", (SELECT GROUP_CONCAT(Routine_name SEPARATOR '/') FROM mysql.procs_priv "
+        "WHERE Host = %s AND Db = %s AND User = %s AND Routine_type = %s "
+        f"AND Routine_name IN ({marks}) AND FIND_IN_SET('Alter Routine', Proc_priv))",
+        (user, host, owner, schema_name, host, schema_name, user, kind, *names),
+    )
+    same, everywhere, here, left = cur.fetchone()
+    unsealed = [] if left is None else str(left).split("/")
+    if same:
+        return None, unsealed
+    if everywhere:
+        return "on every database", unsealed
+    if here:
+        return f"on the database {schema_name}", unsealed
+    return None, unsealed
 
 
 def _text(value: Any) -> str:
@@ -393,7 +533,13 @@ def _expected(job: Job, kind: str, role: str | None) -> Routine | None:
     return for_expr(job.id, job.schedule.expr, role)
 
 
-def _judge(job: Job, schema_name: str, kind: str, rows: list[tuple[Any, ...]]) -> Verdict:
+def _judge(
+    job: Job,
+    schema_name: str,
+    kind: str,
+    rows: list[tuple[Any, ...]],
+    unsealed: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
+) -> Verdict:
     what = "--expr" if kind == FUNCTION else f"--{job.what.kind}"
     fix = f"run `jobtui change {job.name} {what} …` as the owner ({job.owner})"
     problems = []
@@ -412,6 +558,11 @@ def _judge(job: Job, schema_name: str, kind: str, rows: list[tuple[Any, ...]]) -
             )
         elif str(security) != "DEFINER":
             problems.append(f"{label} is not SQL SECURITY DEFINER: refused; {fix}")
+        elif (name.lower(), job.owner) in unsealed:
+            problems.append(
+                f"{label} is not sealed: its owner {job.owner} can still alter or replace it "
+                f"(ALTER ROUTINE on it was not revoked by {SEAL}): refused; {fix}"
+            )
         elif body != expected.body or _text(params) != expected.params:
             problems.append(
                 f"{label} does not hold the job's definition (it was changed outside "

@@ -373,12 +373,12 @@ def routines_for_job(schema: str) -> str:
     v_xname (NULL: none) and v_wmade / v_xmade (1: created here)."""
     q = quote_ident(schema)
     quote = '"'
-    wdigest = digest([f"CONCAT('{quote}', v_kind, '{quote}')", "v_jtarget", "v_nargs", "v_jrole"])
-    xdigest = digest([f"'{quote}expr{quote}'", "v_jtarget", "v_jrole"])
+    # no role in the names (routines.for_what): the runner looks them up by exact name
+    wdigest = digest([f"CONCAT('{quote}', v_kind, '{quote}')", "v_jtarget", "v_nargs"])
+    xdigest = digest([f"'{quote}expr{quote}'", "v_jtarget"])
     return f"""
   SET v_role = CURRENT_ROLE();
   SET v_prelude = IF(v_role IS NULL, 'BEGIN ', CONCAT('BEGIN SET ROLE ', {quote_ident_sql("v_role")}, '; '));
-  {json_string("v_role", "v_jrole")}
   SET v_wname = NULL, v_xname = NULL, v_wmade = 0, v_xmade = 0;
   IF v_give_what = 1 AND v_kind IN ('call', 'sql') THEN
     {json_string("v_target", "v_jtarget")}
@@ -406,15 +406,39 @@ def routines_for_job(schema: str) -> str:
   END IF;
   IF v_bad = 1 THEN
     IF v_wmade = 1 THEN
-      SET v_sql = CONCAT('DROP PROCEDURE IF EXISTS {q}.`', v_wname, '`');
-      PREPARE jobtui_sql_ddl FROM v_sql;
-      EXECUTE jobtui_sql_ddl;
-      DEALLOCATE PREPARE jobtui_sql_ddl;
+      {drop_routine(q, "PROCEDURE", "v_wname")}
     END IF;
     SET v_routine_refused = CONCAT('the database refused to create the job''s ', v_made_err,
       ' in your session; the job runs as that routine, with your rights, so you need CREATE ROUTINE on the jobtui database (jobtui grant) and a statement that a stored procedure may hold');
   END IF;
 """
+
+
+SEAL = "jobtui_seal"  # jobtui.core.sqlapi.keeper
+RETIRE = "jobtui_retire"
+
+
+def drop_routine(q: str, rtype: str, name: str) -> str:
+    """Drop job v_job's routine ``name`` (SQL for it) as ``routines.drop`` does: through
+    the keeper (the caller's own sealed routine, while no runner holds the job), else
+    directly (an admin; a routine not sealed yet); errors are ignored (a routine that
+    matches no job never runs)."""
+    return f"""BEGIN
+        DECLARE v_gone INT DEFAULT 1;
+        BEGIN
+          DECLARE CONTINUE HANDLER FOR SQLEXCEPTION SET v_gone = 0;
+          CALL {q}.`{RETIRE}`(v_job, '{rtype}', {name});
+        END;
+        IF v_gone = 0 THEN
+          BEGIN
+            DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+            SET v_sql = CONCAT('DROP {rtype} IF EXISTS {q}.', {quote_ident_sql(name)});
+            PREPARE jobtui_sql_ddl FROM v_sql;
+            EXECUTE jobtui_sql_ddl;
+            DEALLOCATE PREPARE jobtui_sql_ddl;
+          END;
+        END IF;
+      END;"""
 
 
 def _ensure_routine(q: str, rtype: str, name: str, body: str, made: str, head: str) -> str:
@@ -437,9 +461,7 @@ def _ensure_routine(q: str, rtype: str, name: str, body: str, made: str, head: s
         END;
         SET v_bad = 0;
         IF v_n > 0 THEN
-          SET v_sql = CONCAT('DROP {rtype} IF EXISTS {q}.`', {name}, '`');
-          PREPARE jobtui_sql_ddl FROM v_sql;
-          EXECUTE jobtui_sql_ddl;
+          {drop_routine(q, rtype, name)}
         END IF;
         SET v_sql = CONCAT('CREATE {rtype} {q}.`', {name}, {head}, {body});
         PREPARE jobtui_sql_ddl FROM v_sql;
@@ -450,6 +472,18 @@ def _ensure_routine(q: str, rtype: str, name: str, body: str, made: str, head: s
       IF v_bad = 1 THEN
         SET v_made_err = CONCAT('{rtype.lower()} ', {name}, ' (', v_errno, ') ', v_err);
       END IF;
+    END IF;
+    IF v_bad = 0 THEN
+      -- the keeper revokes this session's ALTER ROUTINE on it (routines.install)
+      BEGIN
+        DECLARE EXIT HANDLER FOR SQLEXCEPTION
+        BEGIN
+          GET DIAGNOSTICS CONDITION 1 v_errno = MYSQL_ERRNO, v_err = MESSAGE_TEXT;
+          SET v_bad = 1;
+          SET v_made_err = CONCAT('{rtype.lower()} ', {name}, ', sealing it: (', v_errno, ') ', v_err);
+        END;
+        CALL {q}.`{SEAL}`('{rtype}', {name});
+      END;
     END IF;"""
 
 
@@ -491,13 +525,7 @@ def drop_stale(schema: str, prefix: str, rtype: str, keep: str) -> str:
     IF v_rname IS NULL THEN LEAVE droploop_{prefix}; END IF;
     SET v_last = v_rname;
     IF {keep} IS NULL OR v_rname <> {keep} THEN
-      BEGIN
-        DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
-        SET v_sql = CONCAT('DROP {rtype} IF EXISTS {q}.', {quote_ident_sql("v_rname")});
-        PREPARE jobtui_sql_ddl FROM v_sql;
-        EXECUTE jobtui_sql_ddl;
-        DEALLOCATE PREPARE jobtui_sql_ddl;
-      END;
+      {drop_routine(q, rtype, "v_rname")}
     END IF;
   END LOOP;
 """
