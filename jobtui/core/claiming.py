@@ -22,7 +22,13 @@ from sqlalchemy.engine import Connection
 
 from jobtui.core import bookkeeping, routines, schema
 from jobtui.core.backends import Backend
-from jobtui.core.dberrors import describe, is_disconnect, is_duplicate
+from jobtui.core.dberrors import (
+    LOCK_WAIT_TIMEOUT,
+    describe,
+    error_code,
+    is_disconnect,
+    is_duplicate,
+)
 from jobtui.core.errors import InvalidInput
 from jobtui.core.model import Intent, Job, Outcome, Status
 from jobtui.core.rowmap import job_from_row
@@ -33,6 +39,16 @@ from jobtui.core.timeutil import iso, to_db
 from jobtui.core.transitions import PHASES, is_due_for_schedule, status_after
 
 log = logging.getLogger("jobtui.runner")
+
+# A job whose row (or run-log range) another transaction holds locked is skipped by the
+# claim, never waited for; once it has been so for this long it is reported: one warning
+# and one run-log row per such stretch (``Claimer.note_busy``).
+BUSY_REPORT_AFTER = timedelta(seconds=2)
+BUSY_WHY = (
+    "another transaction holds it locked: its owner's (an open SELECT ... FOR UPDATE or "
+    "LOCK IN SHARE MODE through jobtui_user_job, jobtui_user_run, user_jobs or "
+    "user_jobs_running, in a client or inside one of the owner's own runs) or an admin's"
+)
 
 # What a run claimed ahead re-reads at its slot.
 RECHECK_COLUMNS = ("id", "intent", "broken", "abort_requested", "remove_requested")
@@ -98,6 +114,8 @@ class Claimer:
         self.evaluate_expr = evaluate_expr
         self.hold = hold
         self.problems_told: dict[int, str] = {}  # job id -> the problem last logged for it
+        self.busy_since: dict[int, datetime] = {}  # job id -> first claim that found it locked
+        self.busy_told: dict[int, bool] = {}  # reported busy: run-log row written yet?
 
     # ------------------------------------------------------------------ claiming
 
@@ -115,6 +133,7 @@ class Claimer:
         def plan(c: Connection, row: Any, job: Job, name: str | None) -> Any:
             return self._plan(c, session, row, job, name, now, lead)
 
+        busy: dict[int, Any] = {}
         try:
             runs = self.backend.claim_batch(
                 conn,
@@ -126,9 +145,13 @@ class Claimer:
                 lease_until=now + self.lease,
                 locked=locked,
                 problems=problems,
+                busy=busy,
             )
         except Exception as exc:
             self.release_names(session, locked)
+            if error_code(exc) == LOCK_WAIT_TIMEOUT:  # their run-log range is held locked
+                self.note_busy(session, dict.fromkeys(job_ids), now, "its run log")
+                return [], list(job_ids)
             if not is_duplicate(exc):
                 raise
             if len(job_ids) > 1:  # one of them hit the slot guard: claim them one by one
@@ -141,9 +164,89 @@ class Claimer:
             self.skip_taken_slot(conn, job_ids[0])
             return [], []
         claimed = {run.job.id for run in runs}
+        if busy or self.busy_since:
+            self.note_busy(session, busy, now, "its row", looked_at=job_ids)
         if problems:
             self.mark_problems(session, problems)
         return runs, [jid for jid in job_ids if jid not in claimed]
+
+    def note_busy(
+        self,
+        session: Session,
+        busy: dict[int, Any],
+        now: datetime,
+        what: str,
+        *,
+        looked_at: list[int] | None = None,
+    ) -> None:
+        """Jobs a claim skipped because ``what`` (their row, their run log) was locked by
+        another transaction. Once one has been so for BUSY_REPORT_AFTER: a warning, and a
+        run-log row (outcome ``skipped``, the claim's time as its slot), written as soon
+        as its owner's run log lets it (at the latest when the stretch ends). A job of
+        ``looked_at`` that is not busy any more ends its stretch."""
+        told = self.busy_told  # job id -> whether its run-log row is written
+        pending: list[tuple[int, str, bool]] = []  # (job id, message, stretch still on)
+        for jid in looked_at or ():
+            if jid in busy or (since := self.busy_since.pop(jid, None)) is None:
+                continue
+            state = told.pop(jid, None)
+            if state is False:
+                pending.append((jid, self._busy_text(since, now, what, ended=True), False))
+            elif state is True:
+                log.info("job id %s: no longer locked by another transaction", jid)
+        if len(self.busy_since) > 10_000:
+            self.busy_since.clear()
+            told.clear()
+        for jid in busy:
+            since = self.busy_since.setdefault(jid, now)
+            if jid not in told and now - since >= BUSY_REPORT_AFTER:
+                told[jid] = False
+                log.warning("job id %s %s", jid, self._busy_text(since, now, what))
+            if told.get(jid) is False:
+                pending.append((jid, self._busy_text(since, now, what), True))
+        if pending:
+            self._write_busy(session, pending, now)
+
+    @staticmethod
+    def _busy_text(since: datetime, now: datetime, what: str, *, ended: bool = False) -> str:
+        when = f"from {iso(since)} to {iso(now)}" if ended else f"since {iso(since)}"
+        return (
+            f"not claimed {when}: {what} is locked and {BUSY_WHY}; the claim skips it "
+            "(never waits), so the job runs late, once the lock is released"
+        )
+
+    def _write_busy(
+        self, session: Session, pending: list[tuple[int, str, bool]], now: datetime
+    ) -> None:
+        j = schema.job
+        try:
+            with write_transaction(self.backend, session.engine) as c:
+                query = select(j.c.id, j.c.owner, j.c.name).where(
+                    j.c.id.in_([p[0] for p in pending])
+                )
+                found = {int(r.id): r for r in c.execute(query)}
+            for jid, message, still in pending:
+                row = found.get(jid)
+                if row is not None:
+                    self.backend.note_run(
+                        session.engine,
+                        {
+                            "job_id": jid,
+                            "job_name": row.name,
+                            "owner": row.owner,
+                            "scheduled_for": to_db(now),
+                            "started": None,
+                            "outcome": Outcome.SKIPPED.value,
+                            "error": message,
+                            "runner": self.runner_id,
+                            "skipped": 0,
+                            "manual": False,
+                        },
+                    )
+                if still:
+                    self.busy_told[jid] = True
+        except Exception as exc:  # the warning stands; the row is written later
+            log.debug("run-log row of a busy job not written yet: %s", describe(exc))
 
     def _plan(
         self,
@@ -290,9 +393,11 @@ class Claimer:
         now = self.now()
         j = schema.job
         with transaction(self.backend, conn) as c:
-            row = c.execute(select(j).where(j.c.id == job_id).with_for_update()).first()
+            row = c.execute(
+                select(j).where(j.c.id == job_id).with_for_update(skip_locked=True)
+            ).first()
             if row is None or row.running:
-                return
+                return  # gone, taken, or held by another transaction: the next claim sees
             job = job_from_row(row)
             if job.problem is not None:
                 return  # the next claim marks it BROKEN
@@ -327,7 +432,7 @@ class Claimer:
         try:
             with write_transaction(self.backend, session.engine) as c:
                 query = select(j).where(j.c.id.in_(sorted(problems))).order_by(j.c.id)
-                for row in c.execute(query.with_for_update()).all():
+                for row in c.execute(query.with_for_update(skip_locked=True)).all():
                     job = job_from_row(row)
                     if job.problem is None or job.running:
                         continue  # fixed meanwhile, or claimed by another pool since

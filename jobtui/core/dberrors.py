@@ -28,6 +28,7 @@ T = TypeVar("T")
 PERMISSION_ERRORS = {1044, 1142, 1143, 1227, 1370}
 NO_SUCH_TABLE = 1146
 UNKNOWN_DATABASE = 1049
+LOCK_WAIT_TIMEOUT = 1205  # innodb_lock_wait_timeout exceeded
 
 # MySQL client error codes that mean "the server is not there (any more)".
 CONNECTION_ERRORS = {

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete, insert, update
 from sqlalchemy.exc import IntegrityError
 
-from jobtui.core import routines
+from jobtui.core import routines, schema
 from jobtui.core import rows as rows_
 from jobtui.core.errors import InvalidInput, JobNotFound, PermissionDenied
 from jobtui.core.jobdefs import (
@@ -73,6 +73,7 @@ def submit_job(
     held = store.backend.has_accounts and bool(routines.wanted(0, what, schedule, None))
     if held:
         values["next_run"] = None
+    values = schema.new_row_values(values, through_view=not store.sees_all)
     try:
         with store.write() as conn:
             conn.execute(insert(store.job_table).values(**values))

@@ -94,11 +94,22 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
     # _ is a wildcard in a schema-level grant: escaped, the grant covers this schema only
     escaped = db.replace("_", "\\_")
     if kind == "operator":
+        writable = ", ".join(quote_identifier(c) for c in schema.operator_columns())
         grants = [
+            # INSERT and UPDATE of the definition and steering columns only: the runner's
+            # bookkeeping is read-only (a grant of the whole view, as older versions
+            # gave, is given and then revoked, so that a second grant finds it)
             f"GRANT SELECT, INSERT, UPDATE, DELETE ON {on(schema.USER_JOB_VIEW)} TO `{role}`",
+            f"REVOKE INSERT, UPDATE ON {on(schema.USER_JOB_VIEW)} FROM `{role}`",
+            f"GRANT INSERT ({writable}), UPDATE ({writable}) ON {on(schema.USER_JOB_VIEW)} "
+            f"TO `{role}`",
             f"GRANT SELECT ON {on(schema.USER_RUN_VIEW)} TO `{role}`",
             f"GRANT SELECT ON {on(schema.meta.name)} TO `{role}`",
+            # the runner list through a view that cannot lock it (older versions granted
+            # the table: granted and revoked again, so that a second grant finds it)
             f"GRANT SELECT ON {on(schema.runner.name)} TO `{role}`",
+            f"REVOKE SELECT ON {on(schema.runner.name)} FROM `{role}`",
+            f"GRANT SELECT ON {on(schema.RUNNERS_VIEW)} TO `{role}`",
             # the SQL interface's views of its own jobs (docs/sql.md), never dba_jobs*
             *(f"GRANT SELECT ON {on(v)} TO `{role}`" for v in sqlapi_views.OPERATOR_VIEWS),
             # the job's own routines, made by the operator's session (routines.py)

@@ -36,7 +36,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from jobtui.core import bookkeeping, claims, dberrors, schema
-from jobtui.core.claiming import Claimer, Run
+from jobtui.core.claiming import BUSY_WHY, Claimer, Run
 from jobtui.core.db import mask_text
 from jobtui.core.dberrors import describe as _describe
 from jobtui.core.dberrors import translate_db_error
@@ -958,13 +958,16 @@ class RunnerPool:
             except Exception as exc:
                 if dberrors.is_interrupt(exc) and attempt < 3:
                     continue  # a KILL QUERY that arrived late; the connection is fine
+                busy = dberrors.error_code(exc) == dberrors.LOCK_WAIT_TIMEOUT
                 log.warning(
-                    "could not record the run of %s (retrying in %.1f s): %s",
+                    "could not record the run of %s (retrying in %.1f s): %s%s",
                     names,
                     delay,
                     _describe(exc),
+                    f": its row or run-log row is locked and {BUSY_WHY}" if busy else "",
                 )
-                session.discard()
+                if not busy:  # a lock wait ends the statement only: the connection is fine
+                    session.discard()
                 if self._give_up.is_set():
                     log.error("giving up recording the run of %s", names)
                     return False

@@ -252,6 +252,10 @@ def runner_role(database: str) -> str:
 
 USER_JOB_VIEW = "jobtui_user_job"
 USER_RUN_VIEW = "jobtui_user_run"
+# The runner list as operators read it: a view that cannot lock the table's rows
+# (TEMPTABLE: a locking read through it locks nothing of jobtui_runner), so that no
+# operator's LOCK IN SHARE MODE makes the runners' heartbeats wait.
+RUNNERS_VIEW = "jobtui_runners"
 VIEWS_KEY = "views"  # jobtui_meta: a digest of the views' DDL (recreated when it changes)
 
 # Not in ``metadata``: create_all must never make them tables.
@@ -268,6 +272,16 @@ def _view_table(name: str, base: Table) -> Table:
 
 user_job = _view_table(USER_JOB_VIEW, job)
 user_run = _view_table(USER_RUN_VIEW, run)
+runners_view = _view_table(RUNNERS_VIEW, runner)
+
+
+def runners_view_ddl(*, definer_role: bool = False) -> str:
+    definer = "DEFINER = CURRENT_ROLE " if definer_role else ""
+    cols = ", ".join(f"`{c.name}`" for c in runner.columns)
+    return (
+        f"CREATE OR REPLACE ALGORITHM = TEMPTABLE {definer}SQL SECURITY DEFINER VIEW "
+        f"`{RUNNERS_VIEW}` AS SELECT {cols} FROM `{runner.name}`"
+    )
 
 
 def account_user_sql(expr: str) -> str:
@@ -284,7 +298,74 @@ def account_host_sql(expr: str) -> str:
     return f"SUBSTRING_INDEX({expr}, '@', -1)"
 
 
-def owner_matches_invoker_sql(owner: str) -> str:
+# The runner's bookkeeping of a job: what its runs did. Operators read these columns
+# through their view and never write them (MySQL/MariaDB: their role has INSERT and UPDATE
+# on the view's other columns only, docs/privileges.md): a forged ``last_duration`` made
+# an owner's long jobs pass for short ones and take more threads than its share.
+# ``failures`` is not one of them: resetting it is the owner's DBMS_JOB.BROKEN(FALSE).
+BOOKKEEPING_COLUMNS = (
+    "running",
+    "cycles",
+    "total_time",
+    "last_run",
+    "this_run",
+    "last_outcome",
+    "last_error",
+    "last_duration",
+    "last_cycle_start",
+    "last_cycle_finish",
+    "runner_id",
+    "runner_connection_id",
+    "runner_start",
+    "runner_finish",
+    "locked_by",
+    "locked_until",
+)
+# Their values in a new row, as the server's defaults (a new row through the view names
+# none of them).
+BOOKKEEPING_DEFAULTS = {"running": "0", "cycles": "0", "total_time": "0"}
+
+
+def new_row_values(values: dict[str, Any], *, through_view: bool) -> dict[str, Any]:
+    """A new job row's values as inserted: through the operators' view without the
+    bookkeeping (the server's defaults fill it in; the view takes no other)."""
+    if not through_view:
+        return values
+    return {k: v for k, v in values.items() if k not in BOOKKEEPING_COLUMNS}
+
+
+def operator_columns() -> list[str]:
+    """The job columns an operator may write through its view (INSERT and UPDATE)."""
+    return [c.name for c in job.columns if c.name not in BOOKKEEPING_COLUMNS and c.name != "id"]
+
+
+# The owner's user part, stored (a generated column) and indexed on MySQL/MariaDB, on the
+# job table and the run log: every owner test of the operators' views and of the SQL
+# interface compares it to the user part of USER() through this index (``FORCE INDEX``),
+# so a locking read (``FOR UPDATE``, ``LOCK IN SHARE MODE``) through them reaches only
+# rows of the invoker's user name, never another owner's (docs/privileges.md, "Locks").
+OWNER_USER = "owner_user"
+OWNER_INDEX = {"jobtui_job": "ix_jobtui_job_owner", "jobtui_run": "ix_jobtui_run_owner"}
+# the index's columns after OWNER_USER: a job by id, a job's runs, in one range each
+OWNER_INDEX_REST = {"jobtui_job": "`id`", "jobtui_run": "`job_id`, `id`"}
+
+
+def owner_user_ddl(table: str) -> str:
+    """``ALTER TABLE`` adding the stored user part of ``owner`` and its index (MySQL)."""
+    expr = account_user_sql("`owner`")
+    return (
+        f"ALTER TABLE `{table}` ADD COLUMN `{OWNER_USER}` VARBINARY(760) "
+        f"AS (CAST({expr} AS BINARY)) STORED, "
+        f"ADD INDEX `{OWNER_INDEX[table]}` (`{OWNER_USER}`, {OWNER_INDEX_REST[table]})"
+    )
+
+
+def owner_indexed_from(table: str) -> str:
+    """``FROM`` text of ``table`` that reads it only through its owner index."""
+    return f"`{table}` FORCE INDEX (`{OWNER_INDEX[table]}`)"
+
+
+def owner_matches_invoker_sql(owner: str, owner_user: str | None = None) -> str:
     """SQL true when ``owner`` (``user@host-pattern``) may be the invoking session's account.
 
     Inside a SQL SECURITY DEFINER view CURRENT_USER() is the definer; USER() is
@@ -300,16 +381,16 @@ def owner_matches_invoker_sql(owner: str) -> str:
       anywhere else.
     """
     ouser, uuser = account_user_sql(owner), account_user_sql("USER()")
+    user_test = f"CAST({ouser} AS BINARY) = CAST({uuser} AS BINARY)"
+    if owner_user is not None:  # the stored, indexed user part: the same bytes
+        user_test = f"{owner_user} = CAST({uuser} AS BINARY)"
     ohost, uhost = account_host_sql(owner), account_host_sql("USER()")
     netmask = (
         f"(LOCATE('/', {ohost}) > 0 AND INET_ATON({uhost}) & "
         f"INET_ATON(SUBSTRING_INDEX({ohost}, '/', -1)) = "
         f"INET_ATON(SUBSTRING_INDEX({ohost}, '/', 1)))"
     )
-    return (
-        f"CAST({ouser} AS BINARY) = CAST({uuser} AS BINARY) "
-        f"AND (LOWER({uhost}) LIKE LOWER({ohost}) OR {netmask})"
-    )
+    return f"{user_test} AND (LOWER({uhost}) LIKE LOWER({ohost}) OR {netmask})"
 
 
 def view_select(base: Table) -> str:
@@ -321,7 +402,8 @@ def view_select(base: Table) -> str:
     write no other owner (docs/privileges.md).
     """
     cols = ", ".join(f"`{c.name}`" for c in base.columns)
-    return f"SELECT {cols} FROM `{base.name}` WHERE {owner_matches_invoker_sql('`owner`')}"
+    mine = owner_matches_invoker_sql("`owner`", f"`{OWNER_USER}`")
+    return f"SELECT {cols} FROM {owner_indexed_from(base.name)} WHERE {mine}"
 
 
 def view_ddl(name: str, base: Table, *, definer_role: bool = False) -> str:
@@ -335,7 +417,7 @@ def view_ddl(name: str, base: Table, *, definer_role: bool = False) -> str:
 
 
 def views_digest() -> str:
-    body = "\n".join(view_select(t) for t in (job, run))
+    body = "\n".join([*(view_select(t) for t in (job, run)), runners_view_ddl()])
     return hashlib.sha1(body.encode()).hexdigest()[:16]
 
 
@@ -382,6 +464,51 @@ def ensure_lock_key(engine: Engine) -> bool:
     return True
 
 
+def ensure_owner_index(engine: Engine) -> bool:
+    """Add the stored, indexed user part of the owner to the job table and the run log,
+    and the server defaults of the bookkeeping a new row through the view leaves out, when
+    missing (MySQL/MariaDB); False if this account may not (a runner)."""
+    with engine.connect() as conn:
+        have = {
+            str(t)
+            for (t,) in conn.execute(
+                text(
+                    "SELECT TABLE_NAME FROM information_schema.COLUMNS "
+                    "WHERE TABLE_SCHEMA = DATABASE() AND COLUMN_NAME = :c"
+                ),
+                {"c": OWNER_USER},
+            )
+        }
+        conn.rollback()
+        defaults = {
+            str(name): value
+            for name, value in conn.execute(
+                text(
+                    "SELECT COLUMN_NAME, COLUMN_DEFAULT FROM information_schema.COLUMNS "
+                    "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :t"
+                ),
+                {"t": job.name},
+            )
+        }
+        conn.rollback()
+        missing = [c for c in BOOKKEEPING_DEFAULTS if defaults.get(c) in (None, "NULL")]
+        try:
+            for table in OWNER_INDEX:
+                if table not in have:
+                    conn.execute(text(owner_user_ddl(table)))
+            if missing:  # the bookkeeping of a row inserted through the view
+                sets = ", ".join(
+                    f"ALTER COLUMN `{c}` SET DEFAULT {BOOKKEEPING_DEFAULTS[c]}" for c in missing
+                )
+                conn.execute(text(f"ALTER TABLE `{job.name}` {sets}"))
+        except DBAPIError as exc:
+            if error_code(exc) in PERMISSION_ERRORS:
+                conn.rollback()
+                return False
+            raise
+    return True
+
+
 def ensure_views(engine: Engine) -> bool:
     """(Re)create the operators' views when missing or outdated; False if not allowed.
 
@@ -395,19 +522,20 @@ def ensure_views(engine: Engine) -> bool:
         have = conn.execute(
             text(
                 "SELECT COUNT(*) FROM information_schema.VIEWS "
-                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (:j, :r)"
+                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (:j, :r, :n)"
             ),
-            {"j": USER_JOB_VIEW, "r": USER_RUN_VIEW},
+            {"j": USER_JOB_VIEW, "r": USER_RUN_VIEW, "n": RUNNERS_VIEW},
         ).scalar_one()
         stored = conn.execute(select_meta(VIEWS_KEY)).scalar()
         conn.rollback()
-        if have == 2 and stored == digest:
+        if have == 3 and stored == digest:
             return True
         role, database = conn.execute(text("SELECT CURRENT_ROLE(), DATABASE()")).one()
         definer_role = role is not None and role == admin_role(str(database))
         try:
             for name, base in ((USER_JOB_VIEW, job), (USER_RUN_VIEW, run)):
                 conn.execute(text(view_ddl(name, base, definer_role=definer_role)))
+            conn.execute(text(runners_view_ddl(definer_role=definer_role)))
             put_meta(conn, VIEWS_KEY, digest)
             conn.commit()
         except DBAPIError as exc:

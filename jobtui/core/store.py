@@ -418,7 +418,9 @@ class JobStore:
     def runners(self, *, poll: bool = False) -> list[RunnerInfo]:
         """Registered runner processes with their heartbeats (``poll``: through ``poll``,
         for a caller that asks every few seconds)."""
-        query = select(schema.runner).order_by(schema.runner.c.started)
+        # operators read them through a view that cannot lock the table (schema.RUNNERS_VIEW)
+        table = schema.runner if self.sees_all else schema.runners_view
+        query = select(table).order_by(table.c.started)
         if poll:
             rows = self.poll(lambda conn: conn.execute(query).all())
         else:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, insert, select, update
 
-from jobtui.core import routines
+from jobtui.core import routines, schema
 from jobtui.core.errors import InvalidInput
 from jobtui.core.jobdefs import exported_schedule, parse_job_definition, removal_pending
 from jobtui.core.model import Intent, Schedule, What
@@ -145,7 +145,9 @@ def import_jobs(store: JobStore, data: Any) -> tuple[int, int]:
         with store.write() as conn:
             for item in parsed:
                 if item[0] not in existing:
-                    values = _new_values(store, item, now)
+                    values = schema.new_row_values(
+                        _new_values(store, item, now), through_view=not store.sees_all
+                    )
                     if owns_routines:
                         values["next_run"] = None
                     conn.execute(insert(store.job_table).values(**values))

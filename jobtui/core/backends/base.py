@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 from sqlalchemy import Table
 from sqlalchemy.engine import URL, Connection, Engine, RootTransaction
 
-from jobtui.core import bookkeeping
+from jobtui.core import bookkeeping, schema
 from jobtui.core.db import make_engine
 
 if TYPE_CHECKING:
@@ -266,6 +266,7 @@ class Backend(ABC):
         lease_until: datetime,
         locked: list[str],
         problems: dict[int, str],
+        busy: dict[int, Any] | None = None,
     ) -> list[Any]:
         """Claim, in one transaction on ``conn`` (the executing connection), the jobs of
         ``job_ids`` that nobody else holds and ``plan`` finds eligible; return the runs
@@ -276,9 +277,17 @@ class Backend(ABC):
         unless it is running. The claimed rows get ``plan``'s values (only while still
         idle), their run-log rows are inserted (UNIQUE slot: a duplicate raises). Named
         locks taken go to ``locked`` while held (the caller releases them after a
-        failure); those of jobs not claimed are released before returning.
+        failure); those of jobs not claimed are released before returning. ``busy``
+        (MySQL/MariaDB): the jobs whose rows another transaction held locked, id -> (id,
+        owner, name, next_run) as last committed; they are skipped, never waited for.
         """
         raise NotImplementedError
+
+    def note_run(self, engine: Engine, values: dict[str, Any]) -> None:
+        """Insert one run-log row of ``values`` (a report, e.g. a job the claims skip as
+        busy) in a short transaction of its own; never waits long for a lock."""
+        with engine.connect() as conn, self.begin(conn):
+            conn.execute(schema.run.insert().values(**values))
 
     @abstractmethod
     def record_batch(

@@ -183,6 +183,7 @@ class GaleraBackend(MySQLBackend):
         lease_until: datetime,
         locked: list[str],
         problems: dict[int, str],
+        busy: dict[int, Any] | None = None,
     ) -> list[Any]:
         """The single server's batch (``SELECT ... FOR UPDATE``, one ``UPDATE ...
         CASE`` of idle rows, the run-log rows, ``COMMIT``) without named locks: rows
@@ -194,7 +195,12 @@ class GaleraBackend(MySQLBackend):
         def attempt() -> list[Any]:
             problems.clear()
             with sql.raw_transaction(conn, "claim") as cur:
-                rows = sql.lock_rows(cur, CLAIM_READ, list(job_ids))
+                # SKIP LOCKED, as on a single server: a row its owner holds in a locking
+                # read on this node is skipped (busy), never waited for past CLAIM_LOCK_WAIT
+                ids = list(job_ids)
+                rows = sql.lock_rows(cur, CLAIM_READ, ids, skip_locked=True)
+                if len(rows) < len(ids):
+                    rows += self._held_rows(cur, CLAIM_READ, rows, ids, busy)
                 jobs = sql.jobs(sql.CLAIM_COLUMNS, rows)
                 runs: list[Any] = []
                 values: dict[int, dict[str, Any]] = {}
@@ -224,7 +230,7 @@ class GaleraBackend(MySQLBackend):
                     matched = sql.update_jobs(cur, values, only_idle=True)
                     if matched != len(runs):
                         raise RuntimeError(f"claim matched {matched} of {len(runs)} locked rows")
-                    sql.insert_runs(cur, run_rows)
+                    sql.insert_runs(cur, run_rows, bounded=True)
             return runs
 
         return retried("a claim", attempt)

@@ -20,7 +20,7 @@ from jobtui.core.backends import mysql_batch as sql
 from jobtui.core.backends import mysql_events
 from jobtui.core.backends.base import Backend, FinishRow, PlanClaim, RunOutcome
 from jobtui.core.db import reset_mysql_session
-from jobtui.core.dberrors import NO_SUCH_TABLE, PERMISSION_ERRORS, error_code
+from jobtui.core.dberrors import LOCK_WAIT_TIMEOUT, NO_SUCH_TABLE, PERMISSION_ERRORS, error_code
 from jobtui.core.errors import InvalidInput, PermissionDenied
 from jobtui.core.executor import drain
 from jobtui.core.retention import prune_lock_name
@@ -262,6 +262,7 @@ class MySQLBackend(Backend):
 
     def after_schema(self) -> None:
         schema.ensure_lock_key(self.engine)
+        schema.ensure_owner_index(self.engine)
         schema.ensure_views(self.engine)
         sqlapi.ensure_sql_api(self.engine)
 
@@ -354,6 +355,7 @@ class MySQLBackend(Backend):
         lease_until: datetime,
         locked: list[str],
         problems: dict[int, str],
+        busy: dict[int, Any] | None = None,
     ) -> list[Any]:
         """A batch in five statements (GET_LOCKs, ``SELECT ... FOR UPDATE``, one
         ``UPDATE ... CASE``, one multi-row ``INSERT``, ``COMMIT``) whatever its size:
@@ -365,7 +367,11 @@ class MySQLBackend(Backend):
             got = sql.get_locks(cur, [n for _, n in wanted])
             names = {jid: n for (jid, n), ok in zip(wanted, got, strict=True) if ok}
             locked.extend(names.values())
-            rows = sql.lock_rows(cur, sql.CLAIM_COLUMNS_READ, list(names))
+            # SKIP LOCKED: a row another transaction holds (its owner's open locking read
+            # through the operators' views, a steering in progress) is never waited for.
+            rows = sql.lock_rows(cur, sql.CLAIM_COLUMNS_READ, list(names), skip_locked=True)
+            if len(rows) < len(names):
+                rows += self._held_rows(cur, sql.CLAIM_COLUMNS_READ, rows, list(names), busy)
             jobs = sql.jobs(sql.CLAIM_COLUMNS, rows)
             runs: list[Any] = []
             values: dict[int, dict[str, Any]] = {}
@@ -387,12 +393,42 @@ class MySQLBackend(Backend):
                 matched = sql.update_jobs(cur, values, only_idle=True)
                 if matched != len(runs):
                     raise RuntimeError(f"claim matched {matched} of {len(runs)} locked rows")
-                sql.insert_runs(cur, run_rows)
+                sql.insert_runs(cur, run_rows, bounded=True)
             unused = [n for jid, n in names.items() if jid not in values]
             sql.release_locks(cur, unused)
         for n in unused:
             locked.remove(n)
         return runs
+
+    @staticmethod
+    def _held_rows(
+        cur: Any,
+        columns: Sequence[str],
+        rows: list[Any],
+        ids: Sequence[int],
+        busy: dict[int, Any] | None,
+    ) -> list[Any]:
+        """The rows the claim skipped as locked, waited for at most CLAIM_LOCK_WAIT: a
+        recording releases its named locks just before its COMMIT, so a row can be held
+        for a moment by the runner that ran it. Still held then: ``busy`` (batches hold
+        one owner's jobs, so the wait is never for another owner's lock)."""
+        seen = {int(row.id) for row in rows}
+        skipped = [jid for jid in ids if jid not in seen]
+        try:
+            return sql.lock_rows(cur, columns, skipped, bounded=True)
+        except Exception as exc:
+            if error_code(exc) != LOCK_WAIT_TIMEOUT:  # only the statement is rolled back
+                raise
+        if busy is not None:
+            for found in sql.existing(cur, skipped):
+                busy[int(found[0])] = found
+        return []
+
+    def note_run(self, engine: Engine, values: dict[str, Any]) -> None:
+        """Bounded (``CLAIM_LOCK_WAIT``): the row falls in its owner's run-log range,
+        which the owner may hold locked."""
+        with engine.connect() as conn, sql.raw_transaction(conn, "note") as cur:
+            sql.insert_runs(cur, [values], bounded=True)
 
     def record_batch(
         self,
@@ -408,7 +444,11 @@ class MySQLBackend(Backend):
         RELEASE_LOCK(...)``, ``COMMIT``)."""
         with sql.raw_transaction(conn, "recording") as cur:
             sql.record_runs(cur, runner_id, outcomes, over_lost=not self.cluster)
-            locked = sql.lock_rows(cur, sql.RECORD_COLUMNS_READ, [o[0] for o in outcomes])
+            # bounded: only the jobs' owner (or an admin) can hold their rows; a recording
+            # that times out is retried, and logged (runner._finish)
+            locked = sql.lock_rows(
+                cur, sql.RECORD_COLUMNS_READ, [o[0] for o in outcomes], bounded=True
+            )
             rows = {
                 int(row.id): (row, job)
                 for row, job in zip(locked, sql.jobs(sql.RECORD_COLUMNS, locked), strict=True)

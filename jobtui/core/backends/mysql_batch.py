@@ -247,21 +247,39 @@ def release_locks(cur: Any, names: Sequence[str]) -> None:
         _execute(cur, release_locks_sql(len(names)), names)
 
 
-def lock_rows(cur: Any, columns: Sequence[str], ids: Sequence[int]) -> list[Any]:
+def lock_rows(
+    cur: Any,
+    columns: Sequence[str],
+    ids: Sequence[int],
+    *,
+    skip_locked: bool = False,
+    bounded: bool = False,
+) -> list[Any]:
     """``SELECT <columns> FROM jobtui_job WHERE id IN (...) ORDER BY id FOR UPDATE``: rows
-    of ``row_type(columns)``."""
-    return read_rows(cur, columns, ids, lock=True)
+    of ``row_type(columns)``. ``skip_locked``: rows another transaction holds are left out
+    at once (``SKIP LOCKED``), never waited for; ``bounded``: waited for at most
+    CLAIM_LOCK_WAIT (then error 1205)."""
+    return read_rows(cur, columns, ids, lock=True, skip_locked=skip_locked, bounded=bounded)
 
 
-def read_rows(cur: Any, columns: Sequence[str], ids: Sequence[int], *, lock: bool) -> list[Any]:
+def read_rows(
+    cur: Any,
+    columns: Sequence[str],
+    ids: Sequence[int],
+    *,
+    lock: bool,
+    skip_locked: bool = False,
+    bounded: bool = False,
+) -> list[Any]:
     """The job rows ``ids`` (those that exist), ``columns`` of each, by id; ``lock``: FOR UPDATE."""
     if not ids:
         return []
     cols = ", ".join(columns)
-    tail = " FOR UPDATE" if lock else ""
+    tail = (" FOR UPDATE SKIP LOCKED" if skip_locked else " FOR UPDATE") if lock else ""
+    head = f"SET STATEMENT innodb_lock_wait_timeout = {CLAIM_LOCK_WAIT} FOR " if bounded else ""
     _execute(
         cur,
-        f"SELECT {cols} FROM {JOB} {BY_ID} WHERE id IN ({_marks(len(ids))}) ORDER BY id{tail}",
+        f"{head}SELECT {cols} FROM {JOB} {BY_ID} WHERE id IN ({_marks(len(ids))}) ORDER BY id{tail}",
         ids,
     )
     make = row_type(columns)._make
@@ -327,8 +345,16 @@ def _same(old: Any, new: Any) -> bool:
     return bool(old == new)
 
 
-def insert_runs(cur: Any, rows: Iterable[dict[str, Any]]) -> None:
-    """One multi-row ``INSERT INTO jobtui_run`` (UNIQUE(job_id, scheduled_for) guards it)."""
+# A claim waits at most this long (seconds; InnoDB's least) for a lock it cannot skip:
+# the run-log rows it inserts fall in an index range that their owner may hold locked
+# (``LOCK IN SHARE MODE`` on its run log). Error 1205 then: the claim is not made, and
+# the job is reported busy (claiming.Claimer).
+CLAIM_LOCK_WAIT = 1
+
+
+def insert_runs(cur: Any, rows: Iterable[dict[str, Any]], *, bounded: bool = False) -> None:
+    """One multi-row ``INSERT INTO jobtui_run`` (UNIQUE(job_id, scheduled_for) guards it);
+    ``bounded``: waiting at most CLAIM_LOCK_WAIT for a lock."""
     params: list[Any] = []
     n = 0
     for row in rows:
@@ -337,9 +363,10 @@ def insert_runs(cur: Any, rows: Iterable[dict[str, Any]]) -> None:
     if not n:
         return
     one = f"({_marks(len(RUN_INSERT_COLUMNS))})"
+    head = f"SET STATEMENT innodb_lock_wait_timeout = {CLAIM_LOCK_WAIT} FOR " if bounded else ""
     _execute(
         cur,
-        f"INSERT INTO {RUN} ({', '.join(RUN_INSERT_COLUMNS)}) VALUES {', '.join([one] * n)}",
+        f"{head}INSERT INTO {RUN} ({', '.join(RUN_INSERT_COLUMNS)}) VALUES {', '.join([one] * n)}",
         params,
     )
 
@@ -371,13 +398,28 @@ def record_runs(
     for jid, slot, _values, _item in outcomes:
         params.extend((jid, slot))
     params.extend((runner, Outcome.RUNNING.value, Outcome.LOST.value if over_lost else ""))
+    # bounded: the owner may hold its run-log rows locked (its own locking read)
     _execute(
         cur,
+        f"SET STATEMENT innodb_lock_wait_timeout = {CLAIM_LOCK_WAIT} FOR "
         f"UPDATE {RUN} {RUN_BY_SLOT} SET {', '.join(sets)} WHERE ({match}) AND runner = %s "
         "AND outcome IN (%s, %s)",
         params,
     )
     return int(cur.rowcount)
+
+
+def existing(cur: Any, ids: Sequence[int]) -> list[Any]:
+    """``id, owner, name, next_run`` of the job rows ``ids`` that exist, read without a lock
+    (the last committed values; never waits)."""
+    if not ids:
+        return []
+    _execute(
+        cur,
+        f"SELECT id, owner, name, next_run FROM {JOB} {BY_ID} WHERE id IN ({_marks(len(ids))})",
+        ids,
+    )
+    return list(cur.fetchall())
 
 
 def delete_jobs(cur: Any, ids: Sequence[int]) -> None:

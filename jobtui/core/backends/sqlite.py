@@ -196,6 +196,7 @@ class SQLiteBackend(Backend):
         lease_until: datetime,
         locked: list[str],
         problems: dict[int, str],
+        busy: dict[int, Any] | None = None,
     ) -> list[Any]:
         """Inside BEGIN IMMEDIATE (one writer at a time): each row whose lease is free
         gets this runner's lease with its claim."""

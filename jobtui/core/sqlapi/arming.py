@@ -58,7 +58,10 @@ def arm(conn: Connection, job_id: int, now: datetime) -> bool:
     transaction (False: it was armed or changed meanwhile, or its row has a problem:
     then it is marked BROKEN, the problem its reason)."""
     j = schema.job
-    row = conn.execute(select(j).where(j.c.id == job_id, *_unarmed(now)).with_for_update()).first()
+    # SKIP LOCKED: the heartbeat never waits for a row its owner holds locked (the next
+    # heartbeat arms it)
+    query = select(j).where(j.c.id == job_id, *_unarmed(now))
+    row = conn.execute(query.with_for_update(skip_locked=True)).first()
     if row is None:
         return False
     job = job_from_row(row)

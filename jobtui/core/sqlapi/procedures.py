@@ -22,6 +22,7 @@ from jobtui.core.sqlapi.sqltext import (
     ROUTINE_DECLARES,
     STATUS_COLUMNS,
     WHAT_DECLARES,
+    check_date,
     check_expr,
     drop_stale,
     every_next,
@@ -117,6 +118,8 @@ def _schedule_native() -> str:
         "expected 5 fields (minute hour day month weekday) or 6 with seconds last, e.g. */5 * * * *"
     )
     return f"""
+{check_date("p_start", "start")}
+{check_date("p_finish", "finish")}
   SET v_start = p_start, v_finish = p_finish;
   IF v_start IS NOT NULL AND v_finish IS NOT NULL AND v_finish <= v_start THEN
     {fail("CONCAT('invalid window: finish ', v_finish, ' is not after start ', v_start, ' (UTC); expected finish after start, or NULL')")}
@@ -193,6 +196,7 @@ def _schedule_native() -> str:
 def _schedule_dbms() -> str:
     """p_next_date, p_interval (DBMS_JOB's) -> the same variables: once or expr."""
     return f"""
+{check_date("p_next_date", "next_date")}
   SET v_every = NULL, v_cron = NULL, v_tz = NULL, v_expr = NULL, v_finish = NULL;
   SET v_first = IFNULL(p_next_date, v_now);
   IF p_interval IS NULL OR TRIM(p_interval) = '' THEN
@@ -259,11 +263,11 @@ def _define(schema: str, mode: str) -> str:
   INSERT INTO {view} (`owner`, `name`, `description`, `what_kind`, `what_target`, `what_args`,
       `schedule_kind`, `schedule_interval`, `schedule_cron`, `schedule_tz`, `schedule_expr`,
       `schedule_start`, `schedule_finish`, `schedule_anchor`, `status`, `intent`, `phase`,
-      `running`, `broken`, `failures`, `max_failures`, `cycles`, `run_now`, `abort_requested`,
-      `remove_requested`, `total_time`, `next_run`, `created`, `updated`)
+      `broken`, `failures`, `max_failures`, `run_now`, `abort_requested`,
+      `remove_requested`, `next_run`, `created`, `updated`)
     VALUES (CURRENT_USER(), v_name, '', v_kind, v_target, v_args, v_skind, v_every, v_cron,
       v_tz, v_expr, v_start, v_finish, v_anchor, {phase_status}, 'ENABLED', v_phase,
-      0, 0, 0, 16, 0, 0, 0, 0, 0, NULL, v_now, v_now);
+      0, 0, 16, 0, 0, 0, NULL, v_now, v_now);
   SET v_job = LAST_INSERT_ID();
 {rename}
   COMMIT;
@@ -306,6 +310,7 @@ def _change(schema: str) -> str:
     )
     body = f"""{CHANGE_DECLARES}{WHAT_DECLARES}{ROUTINE_DECLARES}{COMMON_DECLARES}
   SET v_now = {NOW}, v_job = p_job;
+{check_date("p_next_date", "next_date")}
 {own_job(schema, "p_job", "`schedule_kind`, `remove_requested`", "v_old_kind, v_removing", lock=False)}
   IF v_removing THEN
     {fail(removal)}
@@ -489,6 +494,7 @@ def _broken(schema: str) -> str:
   IF p_broken IS NULL THEN
     {fail("'broken is NULL: expected TRUE (mark broken: no runs) or FALSE (clear it)'")}
   END IF;
+{check_date("p_next_date", "next_date")}
   IF p_broken AND p_next_date IS NOT NULL THEN
     {fail("'next_date is only accepted with broken = FALSE (give NULL when marking a job broken)'")}
   END IF;

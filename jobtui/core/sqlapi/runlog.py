@@ -92,7 +92,7 @@ def _read_key(q: str) -> str:
 
 def _begin(schema: str, definer_role: bool) -> str:
     q = quote_ident(schema)
-    mine = schema_.owner_matches_invoker_sql("`owner`")
+    mine = schema_.owner_matches_invoker_sql("`owner`", f"`{schema_.OWNER_USER}`")
     running = (
         "CONCAT('job ', p_job, ' is running now (a runner or another session holds it): run "
         "starts a run only when none is in flight; try again when it has finished')"
@@ -115,7 +115,7 @@ def _begin(schema: str, definer_role: bool) -> str:
   SET p_slot = {NOW}, v_rid = CONCAT('{SQL_SESSION_PREFIX}', CONNECTION_ID());
   START TRANSACTION;
   SELECT 1, `name`, `owner`, `running` INTO v_found, v_name, v_owner, v_running
-    FROM {q}.`jobtui_job` WHERE `id` = p_job AND {mine} FOR UPDATE;
+    FROM {q}.{schema_.owner_indexed_from("jobtui_job")} WHERE `id` = p_job AND {mine} FOR UPDATE;
   IF v_found = 0 THEN
     {fail("CONCAT('job ', IFNULL(p_job, 'NULL'), ' is not one of your jobs (no such job, or another account owns it)')")}
   END IF;
@@ -146,7 +146,7 @@ END"""
 
 def _end(schema: str, definer_role: bool) -> str:
     q = quote_ident(schema)
-    mine = schema_.owner_matches_invoker_sql("`owner`")
+    mine = schema_.owner_matches_invoker_sql("`owner`", f"`{schema_.OWNER_USER}`")
     grid = "IFNULL(v_sstart, IFNULL(v_anchor, v_created))"
     return _head(
         schema,
@@ -186,7 +186,7 @@ def _end(schema: str, definer_role: bool) -> str:
   SET v_error = IF(p_ok, NULL, LEFT(IFNULL(p_error, 'failed'), {MAX_ERROR_LENGTH}));
   START TRANSACTION;
   -- only the run this session started (a reaper may have called it lost: we know better)
-  UPDATE {q}.`jobtui_run` SET `outcome` = IF(p_ok, 'ok', 'failed'), `finished` = v_fin,
+  UPDATE {q}.{schema_.owner_indexed_from("jobtui_run")} SET `outcome` = IF(p_ok, 'ok', 'failed'), `finished` = v_fin,
       `duration` = v_dur, `error` = v_error
     WHERE `job_id` = p_job AND `scheduled_for` = p_slot AND `runner` = v_rid
       AND `outcome` IN ('running', 'lost') AND {mine};
@@ -196,7 +196,8 @@ def _end(schema: str, definer_role: bool) -> str:
       `failures`, `max_failures`, `broken`
     INTO v_found, v_running, v_removing, v_phase, v_kind, v_every, v_sstart, v_finish,
       v_anchor, v_created, v_next, v_failures, v_max, v_broken
-    FROM {q}.`jobtui_job` WHERE `id` = p_job AND `runner_id` = v_rid AND {mine} FOR UPDATE;
+    FROM {q}.{schema_.owner_indexed_from("jobtui_job")}
+    WHERE `id` = p_job AND `runner_id` = v_rid AND {mine} FOR UPDATE;
   IF v_matched = 1 AND v_found = 1 AND v_running THEN
     IF v_removing THEN
       DELETE FROM {q}.`jobtui_job` WHERE `id` = p_job;  -- removed while it ran

@@ -50,6 +50,18 @@ def fail(message_sql: str) -> str:
     )
 
 
+def check_date(param: str, label: str) -> str:
+    """Refuse a zero or out-of-range date in ``param`` (MariaDB's default sql_mode lets
+    ``'0000-00-00'`` and ``'2026-00-10'`` into a DATETIME). NULL passes: each procedure
+    says what NULL means for it."""
+    value = f"CAST({param} AS CHAR)"
+    return f"""
+  IF {param} IS NOT NULL AND ({param} < '1000-01-01' OR {param} > '9999-12-31 23:59:59.999999'
+      OR MONTH({param}) = 0 OR DAYOFMONTH({param}) = 0) THEN
+    {fail(f"CONCAT('invalid {label} ', QUOTE({value}), ': expected a date-time (UTC) from 1000-01-01 to 9999-12-31 with a real month and day, or NULL')")}
+  END IF;"""
+
+
 def status_case(running: str, phase: str, intent: str, broken: str) -> str:
     """``transitions.derive_status`` as a CASE over SQL expressions."""
     phases = ", ".join(f"'{p}'" for p in PHASES)
