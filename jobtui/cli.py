@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
-from jobtui import __version__, cli_events, cli_serve
-from jobtui.core import schema
+from jobtui import __version__, cli_alerts, cli_events, cli_serve
+from jobtui.core import alerts, schema
 from jobtui.core.db import ENV_VAR, mask_text, mask_url, resolve_url
 from jobtui.core.dberrors import translate_db_error
 from jobtui.core.errors import DatabaseUnavailable, InvalidInput, JobtuiError
@@ -45,6 +45,7 @@ DEFAULT_LOG_LIMIT = 20
 
 EXIT_OK = 0
 EXIT_DB = 1
+EXIT_UNHEALTHY = 1  # `runners --check`: no live runner, or jobs overdue
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports it
@@ -282,6 +283,7 @@ def _definition_options(parser: argparse.ArgumentParser, *, change: bool) -> Non
     other.add_argument("--disabled", action="store_true", help="the job does not run until enabled")
     if change:
         other.add_argument("--enable", action="store_true", help="enable the job")
+    cli_alerts.add_alert_option(other)
     _json_option(parser, "the job")
 
 
@@ -377,6 +379,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("runners", "the registered runners and their heartbeat age")
     _json_option(p, "the runners")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="a health check: exit 1 when no live runner serves the database or a job is "
+        "overdue past --overdue (0 when healthy)",
+    )
+    p.add_argument(
+        "--overdue",
+        metavar="SECONDS",
+        type=_seconds("--overdue", 0, 31_536_000),
+        default=None,
+        help="with --check: how late a due job may be (default 300)",
+    )
 
     p = verb("worker", "run a headless runner pool until SIGTERM or Ctrl-C")
     p.add_argument(
@@ -441,6 +456,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="accepted for compatibility, without effect: every job runs with its owner's "
         "rights (docs/privileges.md in jobtui's source tree)",
     )
+    p.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="stderr lines as text (TS LEVEL EVENT key=value ...) or one JSON object each "
+        "(default text; the same fields)",
+    )
+    p.add_argument(
+        "--no-alerts",
+        dest="alerts",
+        action="store_false",
+        help="send no alerts from this worker (others may)",
+    )
+    p.add_argument(
+        "--alert-timeout",
+        metavar="SECONDS",
+        type=_seconds("--alert-timeout", 0.1, 3600),
+        default=10.0,
+        help="how long one alert target may take; a command is killed then (default 10)",
+    )
     _retention_options(p)
     p.add_argument(
         "--prune-interval",
@@ -501,6 +536,7 @@ def build_parser() -> argparse.ArgumentParser:
     _json_option(p, "the statements")
 
     cli_events.add_verb(verb, lambda p: _db_option(p, top=False))
+    cli_alerts.add_verb(verb, lambda p: _db_option(p, top=False))
 
     p = verb("run", "run one job's schedule in the foreground until it ends")
     p.description = (
@@ -765,6 +801,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         start=_when(args.start, "--start"),
         finish=_when(args.finish, "--finish"),
     )
+    alert_given, alert = cli_alerts.alert_targets(args.alert)
     with _store(args) as store:
         job = store.submit(
             args.name,
@@ -776,6 +813,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
             ),
             disabled=args.disabled,
         )
+        if alert_given:
+            job = store.set_alert(job.name, alert)
         now = store.now()
     return _report_job(args, job, "submitted", now=now)
 
@@ -792,14 +831,20 @@ def cmd_change(args: argparse.Namespace) -> int:
     finish = None if args.no_finish else _when(args.finish, "--finish")
     options = ["call", "sql", "action", "args", "every", "cron", "tz", "expr", "once"]
     options += ["start", "finish", "no_start", "no_finish", "description", "max_failures"]
-    options += ["disabled", "enable"]
+    options += ["disabled", "enable", "alert"]
     if not _given(args, *options):
         raise InvalidInput(
             f"nothing to change for job {args.name!r}: give at least one option of "
             "`jobtui submit` (see `jobtui change --help`)"
         )
     what = _what_from_args(args, required=False)
+    alert_given, alert = cli_alerts.alert_targets(args.alert)
     with _store(args) as store:
+        if alert_given and _given(args, *options) == ["--alert"]:
+            job = store.set_alert(args.name, alert, owner=args.owner)
+            return _report_job(args, job, "changed")
+        if alert_given:  # checked before anything else is written
+            store.get(args.name, owner=args.owner)
         if what is None and args.args is not None:
             # --arg alone: new arguments for the procedure or action the job already runs
             current = store.get(args.name, owner=args.owner).what
@@ -821,6 +866,8 @@ def cmd_change(args: argparse.Namespace) -> int:
             max_failures=args.max_failures,
             disabled=True if args.disabled else (False if args.enable else None),
         )
+        if alert_given:
+            job = store.set_alert(args.name, alert, owner=args.owner)
     return _report_job(args, job, "changed")
 
 
@@ -1008,12 +1055,17 @@ def cmd_show(args: argparse.Namespace) -> int:
     with _store(args) as store:
         job = store.get(args.name, owner=args.owner)
         upcoming = store.preview(job, UPCOMING)
+        alert = store.alert_of(job.name, owner=job.owner)
     if args.json:
         data = job_dict(job)
         data["upcoming"] = [iso(t) for t in upcoming]
+        data["alert"] = None if alert is None else [alerts.mask(t) for t in alert]
         _print_json(data)
         return EXIT_OK
     data = job_dict(job)
+    data["alert"] = (
+        "the database's default" if alert is None else (" ".join(map(alerts.mask, alert)) or "none")
+    )
     sched = data.pop("schedule")
     what = data.pop("what")
     fields: list[tuple[str, Any]] = [
@@ -1119,6 +1171,10 @@ def runner_dict(info: RunnerInfo, now: datetime) -> dict[str, Any]:
 
 
 def cmd_runners(args: argparse.Namespace) -> int:
+    if args.overdue is not None and not args.check:
+        raise InvalidInput("--overdue is only accepted with --check")
+    if args.check:
+        return _check_health(args)
     with _store(args) as store:
         infos = store.runners()
         now = store.now()
@@ -1145,6 +1201,30 @@ def cmd_runners(args: argparse.Namespace) -> int:
     ]
     _print(table(headers, table_rows))
     return EXIT_OK
+
+
+def _check_health(args: argparse.Namespace) -> int:
+    from jobtui.core import health
+
+    overdue = health.DEFAULT_OVERDUE if args.overdue is None else args.overdue
+    with _store(args, read_only=True) as store:
+        result = health.check(
+            store.runners(),
+            store.list_jobs(all_owners=store.sees_all),
+            store.now(),
+            timeout=HEARTBEAT_TIMEOUT,
+            overdue=overdue,
+        )
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        _print(
+            f"{'ok' if result.ok else 'FAIL'}: {len(result.live_runners)} live runner(s), "
+            f"{len(result.overdue)} job(s) overdue by more than {overdue:g} s"
+        )
+        for problem in result.problems():
+            _print(f"  {problem}")
+    return EXIT_OK if result.ok else EXIT_UNHEALTHY
 
 
 # ---------------------------------------------------------------------- export / import
@@ -1232,6 +1312,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
                 retention=retention,
                 owner_share=args.owner_share,
                 takeover_grace=args.takeover_grace,
+                log_format=args.log_format,
+                alerts=args.alerts,
+                alert_timeout=args.alert_timeout,
             )
         )
 
@@ -1475,7 +1558,13 @@ def cmd_grant(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_alerts(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        return cli_alerts.cmd_alerts(args, store, _print)
+
+
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "alerts": cmd_alerts,
     "init": cmd_init,
     "submit": cmd_submit,
     "change": cmd_change,

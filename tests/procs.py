@@ -117,8 +117,8 @@ class Worker:
 
     def runner_id(self) -> str | None:
         for line in self.log().splitlines():
-            if line.startswith("jobtui worker ") and "thread(s) on" in line:
-                return line.split()[2].rstrip(":")
+            if " runner.started " in line:
+                return line.split(" runner=", 1)[1].split()[0]
         return None
 
     def terminate(self, timeout: float = 30.0) -> int:

@@ -677,7 +677,9 @@ def test_mariadb_account_with_a_password_is_masked_and_owns_its_jobs(
     conn = admin_connection()
     with conn.cursor() as cur:
         cur.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'sekret-pw'")
-        cur.execute(f"GRANT ALL ON `{database}`.* TO '{user}'@'%'")
+        cur.execute(
+            f"GRANT ALL ON `{database}`.* TO '{user}'@'%' WITH GRANT OPTION"
+        )  # init's account: the keeper seals with it
     try:
         url = mariadb_url.replace("://root@", f"://{user}:sekret-pw@")
         cli = cli_for(url)

@@ -555,6 +555,46 @@ async def test_edit_form_changes_the_schedule(sqlite_url: str) -> None:
         assert row_texts(app)["alpha"]["schedule"] == "every 12.5 s"
 
 
+async def test_edit_form_alert_field(sqlite_url: str) -> None:
+    """One field: the job's targets as stored (loaded in a thread), checked as typed
+    (apprise's verdict from the form's check thread), saved with the definition."""
+    store0 = open_store(sqlite_url)
+    seed(store0)
+    store0.set_alert("alpha", ["command:/usr/local/bin/page"])
+    store0.close()
+    async with console(sqlite_url) as (app, pilot, store):
+        await select_row(app, pilot, "alpha")
+        await pilot.press("e")
+        await settle(app, pilot, 3)
+        form = app.screen
+        assert isinstance(form, EditScreen)
+        field = form.query_one("#alert", Input)
+        assert field.value == "command:/usr/local/bin/page" and not field.disabled
+        field.value = "command:relative"
+        await settle(app, pilot, 3)
+        assert "invalid alert command" in str(form.query_one("#form-error").render())
+        assert form.query_one("#save", Button).disabled
+        field.value = "nosuchscheme://x"
+        await settle(app, pilot, 3)
+        assert "apprise does not accept" in str(form.query_one("#form-error").render())
+        field.value = "json://127.0.0.1:9/hook none"
+        await settle(app, pilot, 3)
+        field.value = "json://127.0.0.1:9/hook"
+        await settle(app, pilot, 3)
+        assert not form.query_one("#save", Button).disabled
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        assert store.alert_of("alpha") == ["json://127.0.0.1:9/hook"]
+        # empty: the database's default again
+        await pilot.press("e")
+        await settle(app, pilot, 3)
+        app.screen.query_one("#alert", Input).value = ""
+        await settle(app, pilot, 3)
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        assert store.alert_of("alpha") is None
+
+
 async def test_edit_expr_schedule_is_previewed_by_the_database(sqlite_url: str) -> None:
     seed(open_store(sqlite_url))
     async with console(sqlite_url) as (app, pilot, store):

@@ -268,7 +268,11 @@ def test_an_outage_longer_than_the_heartbeat_timeout_reaps_only_the_runner_that_
     for w in survivors:
         log = w.log()
         assert "was deregistered" not in log, log
-        reaped = {line.split()[-1] for line in log.splitlines() if "reaped runner" in line}
+        reaped = {
+            line.split(" runner=", 1)[1].split()[0]
+            for line in log.splitlines()
+            if " runner.reaped " in line
+        }
         assert reaped <= {dead}, (reaped, log)
         assert "Traceback" not in log, log
     assert store.runners() == []

@@ -53,6 +53,7 @@ from jobtui.console.screens.help import HelpScreen
 from jobtui.console.screens.main import MainScreen
 from jobtui.console.screens.runlog import RunLogScreen
 from jobtui.console.widgets.job_cells import Shown, prepare
+from jobtui.core import alerts
 from jobtui.core.errors import DatabaseUnavailable, JobtuiError
 from jobtui.core.model import Intent, Job, Status
 from jobtui.core.store import JobStore, RunnerInfo
@@ -433,17 +434,24 @@ class JobtuiApp(EventCommands, App[None]):
         )
 
     def _submit(self, form: JobForm) -> Job:
-        return self.store.submit(
+        job = self.store.submit(
             form.name,
             form.what,
             form.schedule,
             description=form.description,
             max_failures=form.max_failures,
         )
+        return self._set_alert(job, form) if form.alert else job  # empty: the default
+
+    def _set_alert(self, job: Job, form: JobForm) -> Job:
+        """The form's alert field, saved after the definition (``alerts.from_text``)."""
+        if form.alert is None:
+            return job
+        return self.store.set_alert(job.name, alerts.from_text(form.alert), owner=job.owner)
 
     def _change(self, job: Job, form: JobForm) -> Job:
         s = form.schedule
-        return self.store.change(
+        changed = self.store.change(
             job.name,
             owner=job.owner,
             what=form.what,
@@ -457,6 +465,7 @@ class JobtuiApp(EventCommands, App[None]):
             description=form.description,
             max_failures=form.max_failures,
         )
+        return self._set_alert(changed, form)
 
     @work(thread=True, group="actions", exit_on_error=False)
     def write_job(

@@ -110,12 +110,13 @@ def check_registered(name: str) -> None:
 
 # ---------------------------------------------------------------------- who may use which
 
-# An action name's characters (model.ACTION_NAME_RE) plus fnmatch's * ? [ ] !: no quote
+# An action name's characters (model.ACTION_NAME_RE), / (alert commands' paths:
+# ``alert:/usr/local/bin/page``, jobtui.core.alerts) plus fnmatch's * ? [ ] !: no quote
 # or backslash, so a pattern is safe inside the printed statements' string literals.
-PATTERN_RE = re.compile(r"[A-Za-z0-9_.:\-*?\[\]!]{1,128}")
+PATTERN_RE = re.compile(r"[A-Za-z0-9_.:/\-*?\[\]!]{1,128}")
 PATTERN_ACCEPTED = (
-    "an fnmatch pattern of 1-128 characters from A-Z a-z 0-9 _ . : - and * ? [ ] ! "
-    "(e.g. reports.* or reports.daily)"
+    "an fnmatch pattern of 1-128 characters from A-Z a-z 0-9 _ . : / - and * ? [ ] ! "
+    "(e.g. reports.* or reports.daily; alert:/usr/local/bin/page for an alert command)"
 )
 # Access errors ("may not read") and "no such table" (a schema older than the allow-list).
 _UNREADABLE = {*PERMISSION_ERRORS, NO_SUCH_TABLE}

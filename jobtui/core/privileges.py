@@ -131,13 +131,13 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
     else:
         grants = [
             f"GRANT SELECT, INSERT, UPDATE, DELETE ON {on(t.name)} TO `{role}`"
-            for t in (schema.job, schema.run, schema.runner)
+            for t in (schema.job, schema.run, schema.runner, schema.alert_outbox)
         ]
         # jobtui_secret: the key of the named-lock names (claims.lock_name), never granted
         # to operators; jobtui_action_grant: the admins' allow-list of actions
         grants += [
             f"GRANT SELECT ON {on(t.name)} TO `{role}`"
-            for t in (schema.meta, schema.secret, schema.action_grant)
+            for t in (schema.meta, schema.secret, schema.action_grant, schema.setting)
         ]
         grants += [
             # the owners' routines in this database (each runs with its definer's rights)

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection, Engine
 
-from jobtui.core import schema, sharing
+from jobtui.core import oplog, schema, sharing
 from jobtui.core.backends import Backend
 from jobtui.core.model import Outcome
 from jobtui.core.procinfo import process_alive
@@ -260,7 +260,7 @@ class Reaper:
             cutoff = now - timedelta(seconds=pool.heartbeat_timeout)
             with pool._write() as c:
                 c.execute(delete(rn).where(rn.c.id == rid, rn.c.heartbeat < to_db(cutoff)))
-            log.warning("reaped runner %s", rid)
+            oplog.event(log, logging.WARNING, "runner.reaped", runner=rid, by=pool.runner_id)
 
     def mark_lost(
         self,
@@ -305,6 +305,15 @@ class Reaper:
                         duration=(now - started).total_seconds() if started else None,
                         error=f"lost: {msg}; whether it completed is unknown",
                     )
+                )
+                oplog.event(
+                    log,
+                    logging.WARNING,
+                    "run.lost",
+                    job_id=int(row.job_id),
+                    run_id=int(row.id),
+                    runner=rid,
+                    reason=msg,
                 )
 
     def release_job(
@@ -359,7 +368,16 @@ class Reaper:
                 }
                 values["status"] = status_after(row, values)
                 c.execute(update(j).where(j.c.id == job_id).values(**values))
-            log.warning("job %s released: %s", row.name, msg)
+            oplog.event(
+                log,
+                logging.WARNING,
+                "lease.taken_over",
+                job=row.name,
+                job_id=job_id,
+                holder=holder,
+                by=pool.runner_id,
+                reason=msg,
+            )
             return True
 
     def _orphan_gone(self, job_id: int, holder: str, *, kill: bool) -> bool:

@@ -192,6 +192,7 @@ class RunnerPool:
         self.name = (name or "runner")[:64]
         self.heartbeat_timeout = float(heartbeat_timeout)
         self.heartbeat_interval = max(0.2, min(2.0, self.heartbeat_timeout / 4))
+        self.last_beat = float("-inf")  # time.monotonic() of the last heartbeat written
         self.clock: Clock = clock or store.clock
         self.on_run = on_run
         self.only_job = job_id
@@ -277,6 +278,11 @@ class RunnerPool:
     def busy(self) -> bool:
         """Whether a job is being claimed or executed here now."""
         return self._has_runs()
+
+    def healthy(self) -> bool:
+        """Running, and its last heartbeat reached the database less than a heartbeat
+        timeout ago (what ``jobtui worker`` tells systemd's watchdog)."""
+        return self.running and time.monotonic() - self.last_beat < self.heartbeat_timeout
 
     def start(self) -> None:
         """Register in the runner table and start the threads."""
@@ -679,6 +685,7 @@ class RunnerPool:
                 if mono >= next_beat:
                     next_beat = mono + self.heartbeat_interval
                     self._reaper.heartbeat()
+                    self.last_beat = time.monotonic()
                     if back_since is None:
                         back_since = mono
                         log.info(
@@ -994,6 +1001,7 @@ class RunnerPool:
                         error=error,
                         manual=run.manual,
                         skipped=run.skipped,
+                        **_failure_count(run.job, outcome),
                     )
                 )
             except Exception as exc:
@@ -1007,3 +1015,17 @@ class RunnerPool:
             except Exception as exc:
                 log.warning("on_run callback failed: %s", exc)
         return True
+
+
+def _failure_count(job: Any, outcome: Outcome) -> dict[str, Any]:
+    """A run's failures in a row, and whether it turned the job BROKEN (as
+    ``bookkeeping.finish_values`` counts them), for ``on_run``."""
+    if outcome is Outcome.OK:
+        return {"failures": 0}
+    if outcome is not Outcome.FAILED:
+        return {"failures": job.failures}
+    failures = job.failures + 1
+    return {
+        "failures": failures,
+        "turned_broken": not job.broken and failures >= job.max_failures,
+    }

@@ -23,6 +23,8 @@ class RunResult:
     error: str | None
     manual: bool
     skipped: int
+    failures: int | None = None  # the job's failures in a row after this run
+    turned_broken: bool = False  # this failure made the job BROKEN
 
     @property
     def duration(self) -> float:

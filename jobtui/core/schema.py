@@ -139,6 +139,9 @@ job = Table(
     Column("runner_finish", Timestamp),
     Column("locked_by", String(190)),  # SQLite claim lease holder
     Column("locked_until", Timestamp),  # SQLite claim lease expiry
+    # where to send alerts (JSON list of targets, jobtui.core.alerts); NULL: the
+    # database's default (jobtui_setting alert_default); "[]": none
+    Column("alert", Text),
     Column("created", Timestamp, nullable=False),
     Column("updated", Timestamp, nullable=False),
     UniqueConstraint("owner", "name", name="uq_jobtui_job_owner_name"),
@@ -172,6 +175,8 @@ run = Table(
     UniqueConstraint("job_id", "scheduled_for", name=RUN_SLOT_INDEX),
     Index("ix_jobtui_run_started", "started"),
     Index("ix_jobtui_run_outcome", "outcome"),
+    # the alert dispatchers' look at the latest failed and lost runs (core/alerting.py)
+    Index("ix_jobtui_run_outcome_finished", "outcome", "finished"),
     **MYSQL_TABLE_OPTIONS,
 )
 
@@ -218,6 +223,42 @@ action_grant = Table(
     metadata,
     Column("account", String(190), primary_key=True),
     Column("pattern", String(200), primary_key=True),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+
+# Settings of the whole database an admin writes (e.g. ``alert_default``), read by runners.
+setting = Table(
+    "jobtui_setting",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+ALERT_DEFAULT = "alert_default"  # jobtui_setting: the targets of jobs whose alert is NULL
+
+# The alert outbox: one row per event (its key is unique, so two runners that see the
+# same failed run enqueue it once), claimed by one runner with a lease, then sent
+# outside every job's path (jobtui.core.alerting).
+alert_outbox = Table(
+    "jobtui_alert",
+    metadata,
+    Column("event_key", String(190), primary_key=True),
+    Column("kind", String(10), nullable=False),  # failed | broken | lost
+    Column("job_id", BigInteger, nullable=False),
+    Column("job_name", String(64), nullable=False),
+    Column("owner", String(190), nullable=False),
+    Column("run_id", BigInteger),
+    Column("payload", LongText, nullable=False),  # the event as JSON
+    Column("targets", Text, nullable=False),  # JSON list, resolved when enqueued
+    Column("created", Timestamp, nullable=False),
+    Column("claimed_by", String(190)),
+    Column("claimed_until", Timestamp),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("sent", Timestamp),
+    Column("result", Text),  # per target: ok, or what went wrong
+    Index("ix_jobtui_alert_created", "created"),
     **MYSQL_TABLE_OPTIONS,
 )
 
@@ -434,6 +475,7 @@ def ensure_schema(engine: Engine) -> None:
     with engine.connect() as conn, backend.begin(conn):
         metadata.create_all(conn, checkfirst=True)
         _add_missing_columns(conn)
+        _add_missing_indexes(conn)
         backend.finish_schema(conn)
         _set_version(conn)
     backend.after_schema()
@@ -565,6 +607,17 @@ def _add_missing_columns(conn: Connection) -> None:
                 continue
             ddl = _column_ddl(column, conn.dialect)
             conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {ddl}"))
+
+
+def _add_missing_indexes(conn: Connection) -> None:
+    """Indexes a newer version defines on a table that already exists (create_all
+    makes a table's indexes only with the table)."""
+    insp = inspect(conn)
+    for table in metadata.sorted_tables:
+        have = {i["name"] for i in insp.get_indexes(table.name)}
+        for index in table.indexes:
+            if index.name not in have:
+                index.create(conn)
 
 
 def _column_ddl(column: Column[Any], dialect: Dialect) -> str:

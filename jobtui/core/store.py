@@ -29,6 +29,8 @@ from sqlalchemy.exc import DBAPIError
 
 from jobtui.core import (
     actions,
+    alerting,
+    alerts,
     builtin_actions,
     claims,
     defining,
@@ -527,6 +529,59 @@ class JobStore:
             max_failures=max_failures,
             disabled=disabled,
         )
+
+    # ------------------------------------------------------------------ alerts
+
+    @db_errors
+    def alert_of(self, name: str, *, owner: str | None = None) -> list[str] | None:
+        """The job's alert targets (None: the database's default applies; [] none)."""
+        job = self.get(name, owner=owner)
+        with self.read() as conn:
+            text_ = conn.execute(
+                select(self.job_table.c.alert).where(self.job_table.c.id == job.id)
+            ).scalar()
+        return alerts.decode(text_)[0]
+
+    @db_errors
+    def set_alert(self, name: str, targets: list[str] | None, *, owner: str | None = None) -> Job:
+        """Set where the job's alerts go (None: the database's default). Owner rules as
+        for ``change`` (an operator reaches its own jobs only); a command target must be
+        allowed for the job's owner where the account may read the allow-list (the
+        runner checks again before every send)."""
+        self.check_writable()
+        checked = alerts.parse(targets) if targets else ([] if targets is not None else None)
+        job = self.get(name, owner=owner)
+        for t in checked or []:
+            if alerts.is_command(t):
+                self.backend.refuse_ungranted(job.owner, alerts.grant_name(t))
+        with self.write() as conn:
+            self.lock_row(conn, job.id)
+            conn.execute(
+                update(self.job_table)
+                .where(self.job_table.c.id == job.id)
+                .values(alert=alerts.encode(checked), updated=to_db(self.now()))
+            )
+        return self.get(name, owner=owner)
+
+    @db_errors
+    def alert_default(self) -> list[str]:
+        """The database's default alert targets (jobtui_setting ``alert_default``)."""
+        with self.read() as conn:
+            return alerting.read_default(conn)
+
+    @db_errors
+    def set_alert_default(self, targets: list[str]) -> list[str]:
+        """Set (or, with [], clear) the database's default targets: an admin's decision."""
+        self.check_writable()
+        checked = alerts.parse(targets) if targets else []
+        s = schema.setting
+        with self.write() as conn:
+            conn.execute(s.delete().where(s.c.key == schema.ALERT_DEFAULT))
+            if checked:
+                conn.execute(
+                    s.insert().values(key=schema.ALERT_DEFAULT, value=alerts.encode(checked))
+                )
+        return checked
 
     @db_errors
     def remove(self, name: str, *, owner: str | None = None, wait: float = 10.0) -> Job:

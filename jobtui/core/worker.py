@@ -5,12 +5,17 @@ codes."""
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 import threading
 import time
 from typing import Any
 
+from jobtui.core import oplog, sdnotify
+from jobtui.core.alerting import AlertDispatcher
+from jobtui.core.alerts import DEFAULT_TIMEOUT as DEFAULT_ALERT_TIMEOUT
+from jobtui.core.alerts import Event
 from jobtui.core.errors import InvalidInput
 from jobtui.core.runner import (
     DEFAULT_HEARTBEAT_TIMEOUT,
@@ -23,6 +28,9 @@ from jobtui.core.runner import (
 from jobtui.core.runresult import RunResult
 from jobtui.core.sharing import DEFAULT_GRACE
 from jobtui.core.store import JobStore, Retention
+from jobtui.core.timeutil import iso
+
+WORKER_LOG = logging.getLogger("jobtui.worker")
 
 # run_foreground's exit codes (``jobtui run NAME``)
 EXIT_FINISHED = 0  # the schedule has no more slots
@@ -30,18 +38,62 @@ EXIT_ABORTED = 3  # the job was aborted or removed
 EXIT_INTERRUPTED = 130  # Ctrl-C
 
 
-class _RunLog:
-    """``jobtui worker``'s log, one line per run: a batch's lines are written together
-    (the pool calls ``flush`` after each batch), one write instead of one per run."""
+def run_event(result: RunResult) -> list[tuple[int, str, dict[str, Any]]]:
+    """The log events of one finished run: ``run.<outcome>``, and ``job.broken`` when
+    this failure turned the job BROKEN."""
+    outcome = result.outcome.value
+    level = {
+        "failed": logging.ERROR,
+        "aborted": logging.WARNING,
+        "lost": logging.WARNING,
+    }.get(outcome, logging.INFO)
+    fields: dict[str, Any] = {
+        "job": result.job,
+        "job_id": result.job_id,
+        "slot": iso(result.slot),
+        "outcome": outcome,
+        "duration": round(result.duration, 6),
+        "manual": result.manual or None,
+        "skipped": result.skipped or None,
+        "error": result.error.splitlines()[0][:300] if result.error else None,
+    }
+    events = [(level, f"run.{outcome}", fields)]
+    if result.turned_broken:
+        events.append(
+            (
+                logging.ERROR,
+                "job.broken",
+                {
+                    "job": result.job,
+                    "job_id": result.job_id,
+                    "failures": result.failures,
+                    "slot": iso(result.slot),
+                    "error": fields["error"],
+                },
+            )
+        )
+    return events
 
-    def __init__(self) -> None:
+
+class _RunLog:
+    """``jobtui worker``'s log of runs, one line per run (and per job turned BROKEN): a
+    batch's lines are written together (the pool calls ``flush`` after each batch), one
+    write instead of one per run."""
+
+    def __init__(self, formatter: logging.Formatter | None = None) -> None:
         self._lines: list[str] = []
         self._lock = threading.Lock()
+        self._formatter = formatter or oplog.Formatter("text")
 
     def __call__(self, result: RunResult) -> None:
-        line = result.line()
+        lines = []
+        for level, name, fields in run_event(result):
+            record = logging.LogRecord(WORKER_LOG.name, level, __file__, 0, name, None, None)
+            record.event = name
+            record.fields = fields
+            lines.append(self._formatter.format(record))
         with self._lock:
-            self._lines.append(line)
+            self._lines.extend(lines)
 
     def flush(self) -> None:
         with self._lock:
@@ -63,52 +115,102 @@ def worker_main(
     lead: float = DEFAULT_LEAD,
     owner_share: float = DEFAULT_OWNER_SHARE,
     takeover_grace: float = DEFAULT_GRACE,
+    log_format: str = "text",
+    alerts: bool = True,
+    alert_timeout: float = DEFAULT_ALERT_TIMEOUT,
 ) -> int:
-    """Run a pool headless until SIGTERM/SIGINT (``jobtui worker``); one log line per run."""
+    """Run a pool headless until SIGTERM/SIGINT (``jobtui worker``): one log line per run
+    and per state change (``oplog``), alerts sent (``alerting``), systemd told when it is
+    ready, alive and stopping (``sdnotify``)."""
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
         stop.set()
 
+    handler = oplog.configure(log_format)
     pool = RunnerPool(
         store,
         threads=threads,
         poll=poll,
         name=name or "worker",
         heartbeat_timeout=heartbeat_timeout,
-        on_run=_RunLog(),
+        on_run=_RunLog(handler.formatter),
         retention=retention,
         lead=lead,
         owner_share=owner_share,
         takeover_grace=takeover_grace,
     )
+    notifier = sdnotify.Notifier.from_env()
+    dispatcher: AlertDispatcher | None = None
     previous = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             previous[sig] = signal.signal(sig, on_signal)
     try:
         pool.start()
-        print(
-            f"jobtui worker {pool.runner_id}: {threads} thread(s) on {store.masked_url} "
+        rid = pool.runner_id
+        oplog.event(
+            WORKER_LOG,
+            logging.INFO,
+            "runner.started",
+            runner=rid,
+            threads=threads,
+            db=store.masked_url,
+            heartbeat_timeout=heartbeat_timeout,
+            lead=lead,
+            message=f"jobtui worker {rid}: {threads} thread(s) on {store.masked_url} "
             f"(heartbeat timeout {heartbeat_timeout:g} s, lead {lead:g} s)",
-            file=sys.stderr,
-            flush=True,
         )
-        while not stop.wait(0.5):
-            pass
-        print(
-            f"jobtui worker {pool.runner_id}: stopping (grace {grace:g} s)",
-            file=sys.stderr,
-            flush=True,
+        if alerts:
+            dispatcher = AlertDispatcher(store, rid, timeout=alert_timeout, on_sent=_log_alert)
+            dispatcher.start()
+        notifier.ready(f"{threads} thread(s) on {store.masked_url}")
+        watchdog = notifier.watchdog_interval()
+        beat = min(0.5, watchdog) if watchdog else 0.5
+        while not stop.wait(beat):
+            if watchdog and pool.healthy():
+                notifier.watchdog()
+        notifier.stopping()
+        oplog.event(
+            WORKER_LOG,
+            logging.INFO,
+            "runner.stopping",
+            runner=rid,
+            grace=grace,
+            message=f"jobtui worker {rid}: stopping (grace {grace:g} s)",
         )
+        if dispatcher is not None:
+            dispatcher.stop()
         pool.stop(grace=grace, abort=True)
-        print(f"jobtui worker {pool.runner_id}: stopped", file=sys.stderr, flush=True)
+        oplog.event(
+            WORKER_LOG,
+            logging.INFO,
+            "runner.stopped",
+            runner=rid,
+            message=f"jobtui worker {rid}: stopped",
+        )
     finally:
+        if dispatcher is not None:
+            dispatcher.stop(wait=0)
         if pool.running:
             pool.stop(grace=0, abort=True)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for sig, handler_ in previous.items():
+            signal.signal(sig, handler_)
     return 0
+
+
+def _log_alert(event: Event, results: dict[str, str]) -> None:
+    failed = {t: r for t, r in results.items() if r != "ok"}
+    oplog.event(
+        WORKER_LOG,
+        logging.WARNING if failed else logging.INFO,
+        "alert.failed" if failed else "alert.sent",
+        alert=event.kind,
+        key=event.key,
+        job=event.job,
+        targets=len(results),
+        problems=failed or None,
+    )
 
 
 def run_foreground(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +20,7 @@ from textual.validation import ValidationResult, Validator
 from textual.widgets import Button, Input, Label, Select, Static
 
 from jobtui.console import formatting as fmt
+from jobtui.core import alerts
 from jobtui.core.errors import InvalidInput, JobtuiError
 from jobtui.core.expressions import why_no_runs
 from jobtui.core.jobdefs import as_changed, check_description, check_max_failures
@@ -52,7 +53,9 @@ FIELDS = (
     "finish",
     "description",
     "max-failures",
+    "alert",
 )
+ALERT_HINT = "empty: default; none; command:/path or URLs"
 TARGET_HINT = {
     "sql": "one SQL statement",
     "action": "registered action name, e.g. demo.sleep",
@@ -69,6 +72,8 @@ class JobForm:
     schedule: Schedule
     description: str
     max_failures: int
+    # the alert field's text (alerts.from_text); None: not loaded yet, left as it is
+    alert: str | None = None
 
 
 class FieldCheck(Validator):
@@ -118,6 +123,7 @@ class EditScreen(ModalScreen[JobForm | None]):
         self._typed: set[str] = set()
         self._opened_with: dict[str, str] = {}
         # The selects' values, kept here: validators run before the selects are mounted.
+        self._alert_loaded = job is None  # the field's text is the job's (or a new job's)
         self.what_kind: str = job.what.kind if job else "sql"
         self.schedule_kind: str = job.schedule.kind if job else "every"
 
@@ -239,15 +245,24 @@ class EditScreen(ModalScreen[JobForm | None]):
                         validators=[FieldCheck(check_description)],
                     ),
                 )
-                yield from _row(
-                    "Max failures",
-                    Input(
+                # one row for both: the form still fits 80x24 with the alert field
+                with Horizontal(classes="field"):
+                    yield Label("Max failures", classes="label")
+                    yield Input(
                         str(job.max_failures if job else 16),
                         id="max-failures",
                         compact=True,
                         validators=[FieldCheck(check_max_failures)],
-                    ),
-                )
+                    )
+                    yield Label("Alert", classes="label beside")
+                    yield Input(
+                        "",
+                        id="alert",
+                        compact=True,
+                        placeholder="loading…" if job else ALERT_HINT,
+                        disabled=job is not None,
+                        validators=[FieldCheck(lambda v: alerts.from_text(v, deep=False))],
+                    )
             yield Static(id="form-error")
             yield Static(id="preview")
             with Horizontal(classes="buttons"):
@@ -258,7 +273,31 @@ class EditScreen(ModalScreen[JobForm | None]):
         self._opened_with = {i.id: i.value for i in self.query(Input) if i.id}
         first = "#target" if self.job else "#name"
         self.query_one(first, Input).focus()
+        if self.job is not None:
+            self.load_alert(self.job)
         self._revalidate()
+
+    class AlertLoaded(Message):
+        """The job's alert targets as stored (its field's text), read in a thread."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    @work(thread=True, group="form-alert", exit_on_error=False)
+    def load_alert(self, job: Job) -> None:
+        targets = self.store.alert_of(job.name, owner=job.owner)
+        text = "" if targets is None else (" ".join(targets) or alerts.NONE)
+        self.post_message(self.AlertLoaded(text))
+
+    def on_edit_screen_alert_loaded(self, message: AlertLoaded) -> None:
+        field = self.query_one("#alert", Input)
+        field.value = message.text
+        field.placeholder = ALERT_HINT
+        field.disabled = False
+        # a new value revalidates the form through Input.Changed; an empty one (the
+        # default, as stored) leaves the form as it was checked: nothing to save
+        self._alert_loaded = True
 
     # ------------------------------------------------------------------ reading the form
 
@@ -297,11 +336,12 @@ class EditScreen(ModalScreen[JobForm | None]):
 
     def build(self) -> JobForm:
         """The form's job definition, or InvalidInput naming the first problem."""
-        return read_form(
+        form = read_form(
             {field: self._value(field) for field in FIELDS},
             what_kind=self.what_kind,
             schedule_kind=self.schedule_kind,
         )
+        return form if self._alert_loaded else replace(form, alert=None)
 
     # ------------------------------------------------------------------ validation as you type
 
@@ -358,6 +398,8 @@ class EditScreen(ModalScreen[JobForm | None]):
         """The checks only the database can make, and the preview (in a thread)."""
         try:
             self.store.check_what(form.what, owner=self.job.owner if self.job else None)
+            if form.alert is not None:  # apprise's verdict on the URLs (a thread: it loads)
+                alerts.from_text(form.alert)
             self.store.check_expr_schedule(form.schedule, self.store.now())
             # the job as saving the form leaves it, previewed as `show` previews it
             upcoming = self.store.preview_change(self.job, form.schedule, 5)
@@ -456,7 +498,13 @@ def read_form(fields: Mapping[str, str], *, what_kind: str, schedule_kind: str) 
         schedule=schedule,
         description=check_description(fields["description"]),
         max_failures=check_max_failures(fields["max-failures"].strip()),
+        alert=_alert_text(fields.get("alert", "")),
     )
+
+
+def _alert_text(text: str) -> str:
+    alerts.from_text(text, deep=False)
+    return text.strip()
 
 
 def _row(label: str, widget: Any) -> ComposeResult:
