@@ -17,6 +17,7 @@ in the caller's session.
 
 from __future__ import annotations
 
+from jobtui.core import schema as schema_
 from jobtui.core.schedules import MAX_EVERY, MIN_EVERY
 from jobtui.core.sqlapi.sqltext import (
     BIN,
@@ -170,7 +171,8 @@ def _abort(schema: str) -> str:
 
 
 def _run_now(schema: str) -> str:
-    runner = f"{quote_ident(schema)}.`jobtui_runner`"
+    # the runner list operators may read: a view that locks no row of jobtui_runner
+    runner = f"{quote_ident(schema)}.`{schema_.RUNNERS_VIEW}`"
     write = f"""
   IF v_running THEN
     {_refuse("' is running now: run_now starts a run only when none is in flight; try again when it has finished (or abort it)'")}
