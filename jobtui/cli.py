@@ -1509,7 +1509,11 @@ def cmd_grant(args: argparse.Namespace) -> int:
             raise InvalidInput(
                 f"no database in {store.masked_url}: give one, e.g. mysql+pymysql://USER@HOST/DB"
             )
-        statements = grant_statements(kind, f"{user}@{host}", str(database)) if kind else []
+        statements = (
+            grant_statements(kind, f"{user}@{host}", str(database), cluster=store.backend.cluster)
+            if kind
+            else []
+        )
         if patterns:
             statements += action_grant_statements(
                 f"{user}@{host}",

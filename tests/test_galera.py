@@ -12,6 +12,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -368,21 +369,16 @@ def test_an_event_made_on_another_node_can_be_enabled_here(galera_db: GaleraDB) 
     conn.close()
 
 
-def test_an_operators_job_runs_as_its_owner_on_every_node(
-    galera_db: GaleraDB,
-    workers: list,
-    tmp_path: Path,  # type: ignore[type-arg]
-) -> None:
-    """The wrapper made on node 1 runs on nodes 2 and 3 too: its definer's EXECUTE was
-    granted explicitly (a GRANT replicates; the automatic grant does not)."""
+@contextmanager
+def _accounts(galera_db: GaleraDB) -> Iterator[dict[str, str]]:
+    """An operator and a runner account made by `jobtui grant` on node 1; yields
+    ``url(key, node index)``'s parts: {"op": user, "run": user, "op_pw": ..., ...}."""
     from accounts import _revoke_database_grants
 
     from jobtui.cli import main
     from jobtui.core import schema
 
-    _ledger(galera_db)
     db = galera_db.name
-    root = galera_db.urls[0]
     sfx = secrets.token_hex(3)
     names = {"op": f"jt_gop_{sfx}", "run": f"jt_grun_{sfx}"}
     pw = {k: f"pw-{secrets.token_hex(4)}" for k in names}
@@ -391,38 +387,11 @@ def test_an_operators_job_runs_as_its_owner_on_every_node(
         with conn.cursor() as cur:
             for k, name in names.items():
                 cur.execute(f"CREATE USER '{name}'@'%%' IDENTIFIED BY %s", (pw[k],))
-            cur.execute(f"GRANT EXECUTE ON PROCEDURE `{db}`.`ledger_ins` TO '{names['op']}'@'%'")
+        root = galera_db.urls[0]
         assert main(["--db", root, "init"]) == 0
         assert main(["--db", root, "grant", names["op"], "--operator", "--apply"]) == 0
         assert main(["--db", root, "grant", names["run"], "--runner", "--apply"]) == 0
-
-        def url(key: str, n: int) -> str:
-            return galera_db.urls[n].replace("://root@", f"://{names[key]}:{pw[key]}@")
-
-        op = open_store(url("op", 0))
-        op.submit(
-            "mine",
-            What("call", f"{db}.ledger_ins", ("mine",)),
-            make_schedule("every", every=3600, start=utcnow() + timedelta(hours=1)),
-        )
-        for n in range(3):
-            w = spawn(workers, url("run", n), tmp_path, f"o{n + 1}", threads=1, poll=0.3)
-            assert wait_for(w.started, 30), w.log()
-            op.run_now("mine")
-            wanted = n + 1
-
-            def done(wanted: int = wanted) -> bool:
-                return len([r for r in op.runs("mine", limit=10) if r.finished]) >= wanted
-
-            assert wait_for(done, 30), (op.runs("mine", limit=10), w.log())
-            assert w.terminate() == 0, w.log()
-        runs = op.runs("mine", limit=10)
-        assert [r.outcome for r in runs] == [Outcome.OK] * 3, runs
-        assert {r.owner for r in runs} == {f"{names['op']}@%"}
-        op.close()
-        with conn.cursor() as cur:  # as root: the operator may not read the ledger
-            cur.execute("SELECT COUNT(*) FROM ledger WHERE job = 'mine'")
-            assert cur.fetchone()[0] == 3
+        yield {**names, **{f"{k}_pw": v for k, v in pw.items()}}
     finally:
         with conn.cursor() as cur:
             for name in names.values():
@@ -431,3 +400,229 @@ def test_an_operators_job_runs_as_its_owner_on_every_node(
             for kind in ("operator", "runner", "admin"):
                 cur.execute(f"DROP ROLE IF EXISTS `{schema.role_name(kind, db)}`")
         conn.close()
+
+
+def _account_url(galera_db: GaleraDB, acc: dict[str, str], key: str, n: int) -> str:
+    return galera_db.urls[n].replace("://root@", f"://{acc[key]}:{acc[key + '_pw']}@")
+
+
+def test_an_operators_job_runs_as_its_owner_on_every_node(
+    galera_db: GaleraDB,
+    workers: list,
+    tmp_path: Path,  # type: ignore[type-arg]
+) -> None:
+    """The wrapper made on node 1 runs on nodes 2 and 3 too: its definer's EXECUTE was
+    granted explicitly (a GRANT replicates; the automatic grant does not)."""
+    _ledger(galera_db)
+    db = galera_db.name
+    conn = galera_db.cluster.admin(1, db)
+    try:
+        with _accounts(galera_db) as acc:
+            with conn.cursor() as cur:
+                cur.execute(f"GRANT EXECUTE ON PROCEDURE `{db}`.`ledger_ins` TO '{acc['op']}'@'%'")
+            op = open_store(_account_url(galera_db, acc, "op", 0))
+            op.submit(
+                "mine",
+                What("call", f"{db}.ledger_ins", ("mine",)),
+                make_schedule("every", every=3600, start=utcnow() + timedelta(hours=1)),
+            )
+            for n in range(3):
+                url = _account_url(galera_db, acc, "run", n)
+                w = spawn(workers, url, tmp_path, f"o{n + 1}", threads=1, poll=0.3)
+                assert wait_for(w.started, 30), w.log()
+                op.run_now("mine")
+                wanted = n + 1
+
+                def done(wanted: int = wanted) -> bool:
+                    return len([r for r in op.runs("mine", limit=10) if r.finished]) >= wanted
+
+                assert wait_for(done, 30), (op.runs("mine", limit=10), w.log())
+                assert w.terminate() == 0, w.log()
+            runs = op.runs("mine", limit=10)
+            assert [r.outcome for r in runs] == [Outcome.OK] * 3, runs
+            assert {r.owner for r in runs} == {f"{acc['op']}@%"}
+            op.close()
+            with conn.cursor() as cur:  # as root: the operator may not read the ledger
+                cur.execute("SELECT COUNT(*) FROM ledger WHERE job = 'mine'")
+                assert cur.fetchone()[0] == 3
+    finally:
+        conn.close()
+
+
+def test_a_sealed_routine_is_not_retired_while_a_runner_on_another_node_holds_its_job(
+    galera_db: GaleraDB,
+) -> None:
+    """Issues 23 and 25: ``jobtui_retire`` drops an owner's sealed routine only while no
+    runner holds the job. GET_LOCK is node-local, so on a cluster the job row is the
+    lock: a job claimed on node 2 (``running``, its lease) keeps its routine when its
+    owner retires it on node 3, where no named lock is held; once the job is idle the
+    routine goes on every node and the row's lease is cleared."""
+    from jobtui.core import routines
+
+    db = galera_db.name
+    root2 = galera_db.cluster.admin(2, db)
+    with _accounts(galera_db) as acc:
+        op = open_store(_account_url(galera_db, acc, "op", 0))
+        job = op.submit("held", What("sql", "DO 1"), make_schedule("every", every=3600))
+        op.close()
+        sess = pymysql.connect(
+            host="127.0.0.1",
+            port=galera_db.cluster.port(3),
+            user=acc["op"],
+            password=acc["op_pw"],
+            database=db,
+            autocommit=True,
+        )
+        try:
+            with root2.cursor() as cur:
+                cur.execute(
+                    "SELECT ROUTINE_NAME FROM information_schema.ROUTINES WHERE "
+                    "ROUTINE_SCHEMA = %s AND ROUTINE_NAME LIKE %s",
+                    (db, f"{routines.PROC_PREFIX}{job.id}\\_%"),
+                )
+                (name,) = cur.fetchone()
+                # a runner's claim on node 2, as the Galera backend writes it
+                cur.execute(
+                    "UPDATE jobtui_job SET running = 1, runner_id = 'w2', locked_by = 'w2', "
+                    "locked_until = UTC_TIMESTAMP(6) + INTERVAL 60 SECOND WHERE id = %s",
+                    (job.id,),
+                )
+                cur.execute("COMMIT")
+            with sess.cursor() as cur, pytest.raises(pymysql.err.OperationalError) as refused:
+                cur.execute(f"CALL `{routines.RETIRE}`(%s, 'PROCEDURE', %s)", (job.id, name))
+            assert "a runner holds the job now" in str(refused.value)
+
+            def exists(n: int) -> bool:
+                c = galera_db.cluster.admin(n, db)
+                try:
+                    with c.cursor() as cur:
+                        cur.execute(
+                            "SELECT COUNT(*) FROM information_schema.ROUTINES "
+                            "WHERE ROUTINE_SCHEMA = %s AND ROUTINE_NAME = %s",
+                            (db, name),
+                        )
+                        return bool(cur.fetchone()[0])
+                finally:
+                    c.close()
+
+            assert all(exists(n) for n in (1, 2, 3))
+            with root2.cursor() as cur:  # the run ended and was recorded
+                cur.execute(
+                    "UPDATE jobtui_job SET running = 0, runner_id = NULL, locked_by = NULL, "
+                    "locked_until = NULL WHERE id = %s",
+                    (job.id,),
+                )
+                cur.execute("COMMIT")
+            assert wait_for(lambda: not _running_on(galera_db, 3, job.id), 10)
+            with sess.cursor() as cur:
+                cur.execute(f"CALL `{routines.RETIRE}`(%s, 'PROCEDURE', %s)", (job.id, name))
+            assert wait_for(lambda: not any(exists(n) for n in (1, 2, 3)), 10)
+            with root2.cursor() as cur:
+                cur.execute(
+                    "SELECT locked_by, locked_until FROM jobtui_job WHERE id = %s", (job.id,)
+                )
+                assert cur.fetchone() == (None, None)
+        finally:
+            sess.close()
+            root2.close()
+
+
+def _running_on(galera_db: GaleraDB, n: int, job_id: int) -> bool:
+    c = galera_db.cluster.admin(n, galera_db.name)
+    try:
+        with c.cursor() as cur:
+            cur.execute("SELECT running FROM jobtui_job WHERE id = %s", (job_id,))
+            return bool(cur.fetchone()[0])
+    finally:
+        c.close()
+
+
+def test_a_runner_granted_on_a_cluster_sees_every_accounts_connections(
+    galera_db: GaleraDB,
+) -> None:
+    """The reaper releases a dead runner's job only once its connection is gone from the
+    node that ran it; another account's connection is visible to the runner account only
+    with PROCESS, which `jobtui grant --runner` gives on a cluster (not on one server)."""
+    from jobtui.core.privileges import grant_statements
+
+    process = "GRANT PROCESS ON *.* TO `jobtui_runner_d`"
+    assert process in grant_statements("runner", "r@%", "d", cluster=True)
+    assert process not in grant_statements("runner", "r@%", "d")
+    assert process.replace("runner", "operator") not in grant_statements(
+        "operator", "o@%", "d", cluster=True
+    )
+    with _accounts(galera_db) as acc:
+
+        def session(key: str, n: int) -> pymysql.Connection:  # type: ignore[type-arg]
+            return pymysql.connect(
+                host="127.0.0.1",
+                port=galera_db.cluster.port(n),
+                user=acc[key],
+                password=acc[key + "_pw"],
+                database=galera_db.name,
+                autocommit=True,
+            )
+
+        op, run = session("op", 2), session("run", 2)
+        try:
+            with op.cursor() as cur:
+                cur.execute("SELECT CONNECTION_ID()")
+                (op_id,) = cur.fetchone()
+            with run.cursor() as cur:
+                cur.execute(
+                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %s", (op_id,)
+                )
+                assert cur.fetchone()[0] == 1
+        finally:
+            op.close()
+            run.close()
+
+
+def test_pruning_on_two_nodes_at_once_deletes_each_old_run_once_and_fails_neither(
+    galera_db: GaleraDB,
+) -> None:
+    """Pruning keeps the node-local named lock (docs/cluster.md): two pruners on two
+    nodes may delete the same old rows at once; a batch that loses certification is
+    tried again, neither pruner fails, and the run log ends as the retention says."""
+    s1, s2 = open_store(galera_db.urls[0]), open_store(galera_db.urls[1])
+    try:
+        job = s1.submit("old", What("sql", "DO 1"), make_schedule("every", every=3600))
+        with s1.write() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO jobtui_run (job_id, job_name, owner, scheduled_for, started, "
+                    "finished, outcome, runner, skipped, manual) "
+                    "SELECT :j, 'old', 'root@localhost', "
+                    "UTC_TIMESTAMP(6) - INTERVAL (seq + 10) MINUTE, "
+                    "UTC_TIMESTAMP(6) - INTERVAL (seq + 10) MINUTE, "
+                    "UTC_TIMESTAMP(6) - INTERVAL (seq + 10) MINUTE, 'ok', 'r', 0, 0 "
+                    "FROM seq_1_to_3000"
+                ),
+                {"j": job.id},
+            )
+
+        def count(store: JobStore) -> int:
+            with store.read() as conn:
+                return int(conn.execute(text("SELECT COUNT(*) FROM jobtui_run")).scalar_one())
+
+        assert wait_for(lambda: count(s2) == 3000, 20)
+        deleted: list[int] = []
+        errors: list[BaseException] = []
+
+        def prune(store: JobStore) -> None:
+            try:
+                deleted.append(store.prune_runs(keep=10, batch=100))
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=prune, args=(s,)) for s in (s1, s2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not errors, errors
+        assert len(deleted) == 2 and sum(deleted) == 2990, deleted
+        assert wait_for(lambda: count(s1) == count(s2) == 10, 20)
+    finally:
+        s1.close()
+        s2.close()

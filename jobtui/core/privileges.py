@@ -76,8 +76,9 @@ def quote_account(user: str, host: str) -> str:
     return f"'{user}'@'{host}'"
 
 
-def grant_statements(kind: str, account: str, database: str) -> list[str]:
-    """The statements that make ``account`` a jobtui operator, admin or runner of ``database``."""
+def grant_statements(kind: str, account: str, database: str, *, cluster: bool = False) -> list[str]:
+    """The statements that make ``account`` a jobtui operator, admin or runner of ``database``
+    (``cluster``: on a Galera cluster, where a runner also needs PROCESS)."""
     from jobtui.core.errors import InvalidInput
     from jobtui.core.model import quote_identifier
     from jobtui.core.sqlapi import views as sqlapi_views
@@ -155,6 +156,11 @@ def grant_statements(kind: str, account: str, database: str) -> list[str]:
             # KILL QUERY of a run executing in its owner's (DEFINER) context: abort
             f"GRANT CONNECTION ADMIN ON *.* TO `{role}`",
         ]
+        if cluster:
+            # a cluster's reaper finds a dead runner's executing connection on the node
+            # that ran it, whatever account opened it, before it releases the job
+            # (docs/cluster.md)
+            grants.append(f"GRANT PROCESS ON *.* TO `{role}`")
     return [
         f"CREATE ROLE IF NOT EXISTS `{role}`",
         *grants,

@@ -368,7 +368,8 @@ def drop_stale(
             continue
         try:
             drop(conn, [Routine(str(rtype), str(name), "", "")])
-        except DBAPIError:
+        except DBAPIError as exc:
+            log.debug("routine %s not dropped: %s", name, _reason(exc))
             left.append(str(name))
     return left
 

@@ -398,6 +398,11 @@ class Backend(ABC):
         named lock (MySQL) or the holder's judged death (SQLite) decides: True."""
         return True
 
+    def retrying(self, what: str, attempt: Callable[[], T]) -> T:
+        """``attempt()`` (a transaction of its own); a Galera cluster tries it again after
+        a certification abort or a node leaving (``galera.retried``)."""
+        return attempt()
+
     def leased_elsewhere(self, row: Any, runner_id: str, now: datetime) -> bool:
         """Whether job ``row``'s claim lease (``locked_by``, ``locked_until``) belongs to
         another runner than ``runner_id`` and has not run out at ``now``: the scheduler

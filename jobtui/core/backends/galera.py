@@ -51,6 +51,7 @@ T = TypeVar("T")
 #: connection lost to a node leaving (2013): a claim hit by one is tried again.
 RETRY_CODES = {1213, 1047}
 CLAIM_ATTEMPTS = 4
+RETRYING_ATTEMPTS = 10  # retrying(): housekeeping on two nodes may meet several times in a row
 
 NODE_SQL = f"SELECT CONNECTION_ID(), {NODE_EXPR}"
 GCOMM_UUID_SQL = (
@@ -100,6 +101,9 @@ class GaleraBackend(MySQLBackend):
 
     named_locks: ClassVar[bool] = False
     cluster: ClassVar[bool] = True
+
+    def retrying(self, what: str, attempt: Callable[[], T]) -> T:
+        return retried(what, attempt, attempts=RETRYING_ATTEMPTS)
 
     # ---------------------------------------------------------------- where a connection runs
 

@@ -25,24 +25,30 @@ the job's routine and holds until the run is recorded). So no runner can be
 between its check of that routine and its call while it goes: a runner that
 checked it holds the lock (the retire leaves the routine, and the caller says
 so), and a runner that claims afterwards checks a routine that is gone, or
-one the owner made again, unsealed, and is refused.
+one the owner made again, unsealed, and is refused. It also drops it only while
+the job's row is neither running nor leased to a runner, and leases the row to
+itself (``locked_by``/``locked_until``, cleared after) around the DROP: on a
+Galera cluster ``GET_LOCK`` is node-local and a claim takes the row, certified at
+commit, so the row is what keeps a runner on another node from its check.
 """
 
 from __future__ import annotations
 
 from jobtui.core import schema as schema_
 from jobtui.core.sqlapi.runlog import lock_name_sql
-from jobtui.core.sqlapi.sqltext import BIN, quote_ident
+from jobtui.core.sqlapi.sqltext import BIN, NOW, quote_ident
 
 SEAL = "jobtui_seal"
 RETIRE = "jobtui_retire"
 WHO = "jobtui_routine_definer"
 HELPERS = (SEAL, RETIRE)
+RETIRE_LEASE = 60  # seconds: the job row's lease while its routine is dropped (cleared after)
 NAME_PATTERN = "^jobtui_[wx]_[0-9]+_[0-9a-f]{12}$"
 
 
 def statements(schema_name: str, *, definer_role: bool) -> list[str]:
     q = quote_ident(schema_name)
+    job = f"{q}.`{schema_.job.name}`"
     definer = "DEFINER = CURRENT_ROLE " if definer_role else ""
     seal = f"""CREATE OR REPLACE {definer}PROCEDURE {q}.`{SEAL}`(IN p_type VARCHAR(9), IN p_name VARCHAR(64))
 MODIFIES SQL DATA SQL SECURITY DEFINER COMMENT 'jobtui: revoke ALTER ROUTINE on a job routine from its definer'
@@ -93,8 +99,20 @@ BEGIN
   DECLARE v_block VARBINARY(64);
   DECLARE v_lock VARCHAR(64) {BIN};
   DECLARE v_got INT DEFAULT 0;
+  DECLARE v_rows INT DEFAULT 0;
+  DECLARE v_running INT DEFAULT 0;
+  DECLARE v_holder VARCHAR(190) {BIN};
+  DECLARE v_until DATETIME(6);
+  DECLARE v_leased INT DEFAULT 0;
+  DECLARE v_me VARCHAR(190) {BIN} DEFAULT CONCAT('jobtui_retire:', CONNECTION_ID());
   DECLARE EXIT HANDLER FOR SQLEXCEPTION
   BEGIN
+    ROLLBACK;
+    IF v_leased = 1 THEN
+      UPDATE {job} SET `locked_by` = NULL, `locked_until` = NULL
+        WHERE `id` = p_job AND `locked_by` = v_me;
+      COMMIT;
+    END IF;
     IF v_got = 1 THEN DO RELEASE_LOCK(v_lock); END IF;
     RESIGNAL;
   END;
@@ -120,11 +138,33 @@ BEGIN
     SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'jobtui_retire: a runner holds the job now; the routine stays';
   END IF;
   SET v_got = 1;
+  -- A Galera cluster's GET_LOCK is node-local: there the job row is the lock (a runner's
+  -- claim sets `running` and its lease, certified at commit). The row is leased to this
+  -- call before the DROP, so no runner on any node claims the job meanwhile, and a claim
+  -- certified first makes the routine stay.
+  START TRANSACTION;
+  SELECT COUNT(*), IFNULL(MAX(`running`), 0), MAX(`locked_by`), MAX(`locked_until`)
+    INTO v_rows, v_running, v_holder, v_until
+    FROM {job} WHERE `id` = p_job FOR UPDATE;
+  IF v_running <> 0 OR (v_holder IS NOT NULL AND v_until > {NOW}) THEN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'jobtui_retire: a runner holds the job now; the routine stays';
+  END IF;
+  IF v_rows > 0 THEN
+    UPDATE {job} SET `locked_by` = v_me, `locked_until` = {NOW} + INTERVAL {RETIRE_LEASE} SECOND
+      WHERE `id` = p_job;
+  END IF;
+  COMMIT;
+  SET v_leased = v_rows;
   SET @jobtui_retire_sql = CONCAT('DROP ', p_type, ' {q}.`', p_name, '`');
   PREPARE jobtui_retire_stmt FROM @jobtui_retire_sql;
   EXECUTE jobtui_retire_stmt;
   DEALLOCATE PREPARE jobtui_retire_stmt;
   SET @jobtui_retire_sql = NULL;
+  IF v_leased = 1 THEN
+    UPDATE {job} SET `locked_by` = NULL, `locked_until` = NULL
+      WHERE `id` = p_job AND `locked_by` = v_me;
+    COMMIT;  -- whatever the caller's autocommit: the lease must not outlive the call
+  END IF;
   DO RELEASE_LOCK(v_lock);
 END"""
     return [seal, who, retire]
