@@ -178,6 +178,14 @@ def test_an_adopted_event_runs_with_exactly_the_events_rights(server: Server) ->
         assert _seen(server) == as_the_event
         # and its routine sets no role (the runner accepts a routine with or without one)
         assert [b for b in _wrapper_bodies(server, job.id) if "SET ROLE" in b] == []
+        # a change that keeps the definition keeps that routine (docs/events.md)...
+        store.change(job.name, what=job.what, every=7200.0, description="kept")
+        (body,) = _wrapper_bodies(server, job.id)
+        assert "SET ROLE" not in body
+        # ...a new definition is the owner's new one, made like any job's
+        store.change(job.name, what=What("sql", "DO 1"))
+        (body,) = _wrapper_bodies(server, job.id)
+        assert body.startswith(f"BEGIN SET ROLE `{role}`; ")
     finally:
         store.close()
 
