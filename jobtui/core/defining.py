@@ -46,6 +46,7 @@ def submit_job(
     max_failures: int,
     disabled: bool,
     first: datetime | None = None,
+    session_role: bool = True,
 ) -> Job:
     """``JobStore.submit``."""
     store.check_writable()
@@ -91,7 +92,9 @@ def submit_job(
     if held:
         job = store.get(name)
         try:
-            routines.install_for_job(store.engine, job.id, what, schedule)
+            routines.install_for_job(
+                store.engine, job.id, what, schedule, session_role=session_role
+            )
         except BaseException:
             with store.write() as conn:
                 conn.execute(delete(store.job_table).where(store.job_table.c.id == job.id))

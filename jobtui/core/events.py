@@ -381,17 +381,15 @@ def adopt(store: JobStore, full_name: str, *, keep_event: bool = False) -> Adopt
     event's first slot after that (a slot missed meanwhile runs at once); if the job
     cannot be created the event is enabled again. ``keep_event``: the event is left
     alone and the job created DISABLED. A disabled event gives a disabled job.
+
+    The job runs with exactly the event's rights: its owner is the event's definer (only
+    the definer's own session adopts) and its routines set no role, whatever role the
+    adopting session has (an event runs with its definer's own grants, no role).
     """
     store.check_writable()
     now = store.now()
     event = get_event(store, full_name, now=now)
-    owner = store.owner
-    if owner != event.definer:
-        raise PermissionDenied(
-            f"event {full_name} runs with the rights of its definer {event.definer}; a jobtui "
-            f"job runs with its owner's, and this account is {owner}: connect as "
-            f"{event.definer} to adopt it"
-        )
+    check_adopter(event, store.owner)
     if event.status == "SLAVESIDE_DISABLED" and not store.backend.cluster:
         raise InvalidInput(
             f"event {full_name} is SLAVESIDE_DISABLED (a replica's copy of a primary's "
@@ -404,7 +402,9 @@ def adopt(store: JobStore, full_name: str, *, keep_event: bool = False) -> Adopt
     description = f"adopted from event {full_name}"
     enabled = event.status == "ENABLED"
     if keep_event or not enabled:
-        job = store.submit(job_name, what, schedule, description=description, disabled=True)
+        job = store.submit(
+            job_name, what, schedule, description=description, disabled=True, session_role=False
+        )
         if keep_event and enabled:
             notes.append(
                 f"the event is left enabled and job {job_name} was created DISABLED, so that "
@@ -422,7 +422,9 @@ def adopt(store: JobStore, full_name: str, *, keep_event: bool = False) -> Adopt
         listed = list_events(store, schema=event.schema, now=now)
         disabled = next(e for e in listed.events if e.name == event.name)
         first = first_after(disabled, store.now(), scheduler_on=listed.running)
-        job = store.submit(job_name, what, schedule, description=description, first=first)
+        job = store.submit(
+            job_name, what, schedule, description=description, first=first, session_role=False
+        )
     except BaseException as exc:
         try:
             _alter(store, event, True)
@@ -442,6 +444,29 @@ def adopt(store: JobStore, full_name: str, *, keep_event: bool = False) -> Adopt
             "keeps it until you drop it"
         )
     return Adoption(job, disabled, tuple(notes))
+
+
+def check_adopter(event: Event, owner: str) -> None:
+    """PermissionDenied unless ``owner`` (the adopting account, ``user@host``) is the
+    event's definer: the job then runs with exactly the event's rights. Not a role
+    definer (``DEFINER = CURRENT_ROLE``: shown as ``role@``), whose rights no account's
+    job has; not another account, an admin included (the job would run as the adopter)."""
+    full = event.full_name
+    if event.definer.endswith("@"):
+        role = event.definer[:-1]
+        raise PermissionDenied(
+            f"event {full} runs with the rights of the role {role} (its definer is a role), "
+            "and a jobtui job runs with its owner account's own grants, so adopting it would "
+            "change its rights: give it an account as definer (ALTER DEFINER = "
+            f"'user'@'host' EVENT {full} ...), then adopt it connected as that account"
+        )
+    if owner != event.definer:
+        raise PermissionDenied(
+            f"event {full} runs with the rights of its definer {event.definer}; a jobtui "
+            f"job runs with its owner's, and this account is {owner}: only the definer "
+            f"adopts its own event (an admin does not adopt on its behalf); connect as "
+            f"{event.definer} to adopt it"
+        )
 
 
 def adopted_schedule(event: Event, now: datetime) -> Schedule:

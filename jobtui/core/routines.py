@@ -11,7 +11,8 @@ database, ``SQL SECURITY DEFINER`` routines holding what the job runs:
   evaluated under ``max_statement_time`` (``EXPR_TIMEOUT``).
 
 ``r`` is the creating session's CURRENT_ROLE(): MariaDB does not activate a
-definer's default role inside a DEFINER routine. ``digest12`` covers the
+definer's default role inside a DEFINER routine. An adopted event's routines have
+no ``SET ROLE``: the event ran with its definer's own grants, no role (``events.adopt``). ``digest12`` covers the
 definition (not the role, so the runner knows the exact name), so a change
 creates the new routine before the row names it and drops the old one after.
 Right after creating one, the owner's session has the keeper (``jobtui_seal``,
@@ -597,16 +598,23 @@ def check(verdict: Verdict | None) -> str:
 
 
 def install_for_job(
-    engine: Engine, job_id: int, what: What | None, schedule: Schedule | None
+    engine: Engine,
+    job_id: int,
+    what: What | None,
+    schedule: Schedule | None,
+    *,
+    session_role: bool = True,
 ) -> tuple[list[Routine], list[Routine]]:
     """Create the job's routines for ``what`` and an expr ``schedule`` (either may be
     None: not given) in a session of ``engine`` (the owner's): (wanted, created).
 
+    ``session_role`` False: no ``SET ROLE`` prelude whatever the session's role, so the
+    routines run with the owner's own grants only (an adopted event's rights).
     A refusal raises InvalidInput with the server's reason, nothing left behind.
     """
     with engine.connect() as conn:
         try:
-            role = current_role(conn)
+            role = current_role(conn) if session_role else None
             want = []
             if what is not None:
                 want += [r for r in [for_what(job_id, what, role)] if r is not None]

@@ -456,11 +456,14 @@ class JobStore:
         max_failures: int = DEFAULT_MAX_FAILURES,
         disabled: bool = False,
         first: datetime | None = None,
+        session_role: bool = True,
     ) -> Job:
         """Define a new job (DBMS_JOB.SUBMIT). Validates everything before writing.
 
         ``first``: the first run, when not the schedule's first slot from now (an adopted
         event's first slot after its last run, even if that is past: it runs at once).
+        ``session_role`` False (MySQL/MariaDB): the job's routines set no role, so it runs
+        with the owner's own grants only, as the event it was adopted from did.
         """
         return defining.submit_job(
             self,
@@ -471,6 +474,7 @@ class JobStore:
             max_failures=max_failures,
             disabled=disabled,
             first=first,
+            session_role=session_role,
         )
 
     @db_errors
