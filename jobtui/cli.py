@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
-from jobtui import __version__, cli_alerts, cli_events, cli_serve
+from jobtui import __version__, cli_alerts, cli_events, cli_metrics, cli_serve
 from jobtui.core import alerts, schema
 from jobtui.core.db import ENV_VAR, mask_text, mask_url, resolve_url
 from jobtui.core.dberrors import translate_db_error
@@ -484,6 +484,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="seconds between the worker's pruning passes (default 60)",
     )
+    cli_metrics.add_options(p)
 
     p = verb("prune", "delete old runs from the run log now (the runners do it by themselves)")
     _retention_options(p)
@@ -1300,8 +1301,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
     with _store(args) as store:
         _require_runner_account(store, "worker")
         store.sql_owners = args.allow_sql_owner
-        return int(
-            worker_main(
+        metrics = cli_metrics.start(args, store)
+        try:
+            code = worker_main(
                 store,
                 threads=args.threads,
                 poll=args.poll,
@@ -1315,8 +1317,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
                 log_format=args.log_format,
                 alerts=args.alerts,
                 alert_timeout=args.alert_timeout,
+                metrics=metrics,
             )
-        )
+        finally:
+            if metrics is not None:
+                metrics.close()
+        return int(code)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
