@@ -559,6 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("console", "the operator console (the default verb)")
     _console_options(p, default_runners=0)
+    cli_metrics.add_options(p)
 
     p = verb("serve", "the operator console in a browser (textual-serve), on loopback")
     p.description = (
@@ -1378,13 +1379,19 @@ def cmd_console(args: argparse.Namespace) -> int:
         if args.runners:
             _require_runner_account(store, "console --runners")
         store.retention = _retention(args)  # the pool the console hosts prunes with it
-        return _run_console(
-            store,
-            runners=args.runners,
-            read_only=args.read_only,
-            refresh=args.refresh,
-            all_owners=args.all,
-        )
+        metrics = cli_metrics.start(args, store)
+        try:
+            return _run_console(
+                store,
+                runners=args.runners,
+                read_only=args.read_only,
+                refresh=args.refresh,
+                all_owners=args.all,
+                metrics=metrics,
+            )
+        finally:
+            if metrics is not None:
+                metrics.close()
 
 
 def _console_argv(args: argparse.Namespace) -> list[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from procs import Worker, jobtui_command, wait_for
+from procs import Console, Worker, jobtui_command, wait_for
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import text
 
@@ -222,3 +222,31 @@ def test_collectors_in_process(sqlite_url: str, monkeypatch: pytest.MonkeyPatch)
         assert reg.get_sample_value("jobtui_runs_total", {"outcome": "ok"}) == 1
     finally:
         store.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_console_hosting_runners_serves_metrics(sqlite_url: str, tmp_path: Path) -> None:
+    """``jobtui console --runners N --metrics-port P``: the hosted pool's runs are counted."""
+    store = open_store(sqlite_url)
+    try:
+        store.submit("tick", What("sql", "SELECT 1"), make_schedule("every", every="1"))
+    finally:
+        store.close()
+    port = _free_port()
+    console = Console(
+        ["--db", sqlite_url, "console", "--runners", "2", "--metrics-port", str(port)], tmp_path
+    )
+    try:
+        console.wait_for_screen("tick")
+        got = wait_for(lambda: (s := scrape(port)) and runs(s, "ok") >= 2 and s, 30)
+        assert got, console.screen()
+        assert got[("jobtui_pool_threads", ())] == 2
+        assert got[("jobtui_runners_live", ())] == 1
+    finally:
+        console.cleanup()
