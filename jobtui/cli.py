@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK  (argcomplete: this console script answers completion requests)
 """The ``jobtui`` command line: thin verbs over ``jobtui.core.store.JobStore``.
 
 Every verb opens the store, does one thing and prints either a human line or
@@ -23,7 +24,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
-from jobtui import __version__, cli_alerts, cli_events, cli_metrics, cli_serve
+from jobtui import __version__, cli_alerts, cli_completion, cli_events, cli_metrics, cli_serve
 from jobtui.core import alerts, schema
 from jobtui.core.db import ENV_VAR, mask_text, mask_url, resolve_url
 from jobtui.core.dberrors import translate_db_error
@@ -197,6 +198,7 @@ VERBS = (
     "prune",
     "grant",
     "events",
+    "completion",
 )
 
 STEERING = {
@@ -538,6 +540,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_events.add_verb(verb, lambda p: _db_option(p, top=False))
     cli_alerts.add_verb(verb, lambda p: _db_option(p, top=False))
+    cli_completion.add_verb(verb)
 
     p = verb("run", "run one job's schedule in the foreground until it ends")
     p.description = (
@@ -625,7 +628,10 @@ def normalize_argv(argv: Sequence[str]) -> list[str]:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse ``argv`` (default ``sys.argv[1:]``), raising UsageError on bad usage."""
     raw = list(sys.argv[1:] if argv is None else argv)
-    return build_parser().parse_args(normalize_argv(raw))
+    parser = build_parser()
+    if argv is None:  # the shell asking for completions (_ARGCOMPLETE=1): answer, exit
+        cli_completion.autocomplete(parser)
+    return parser.parse_args(normalize_argv(raw))
 
 
 # ---------------------------------------------------------------------- main
@@ -1598,4 +1604,5 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "prune": cmd_prune,
     "grant": cmd_grant,
     "events": cli_events.cmd_events,
+    "completion": lambda args: cli_completion.cmd_completion(args, PROG),
 }
