@@ -32,6 +32,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from jobtui.core.errors import InvalidInput
+from jobtui.core.health import FOREGROUND_PREFIX
 from jobtui.core.model import Outcome, Status
 from jobtui.core.runresult import RunResult
 from jobtui.core.store import JobStore
@@ -268,8 +269,12 @@ class _StoreCollector(Collector):
         store = self._store
         statuses = store.counts_by_status(all_owners=store.sees_all)
         now = store.now()
-        live = sum(
-            1 for r in store.runners(poll=True) if r.alive(now, self._timeout) and not r.stopping
+        live = sum(  # as `runners --check` counts them (health.check)
+            1
+            for r in store.runners(poll=True)
+            if r.alive(now, self._timeout)
+            and not r.stopping
+            and not r.name.startswith(FOREGROUND_PREFIX)
         )
         return _StoreReading(statuses, live)
 
@@ -283,7 +288,8 @@ class _StoreCollector(Collector):
         jobs = GaugeMetricFamily("jobtui_jobs", "Jobs by status", labels=["status"])
         broken = GaugeMetricFamily("jobtui_jobs_broken", "Jobs that are BROKEN")
         runners = GaugeMetricFamily(
-            "jobtui_runners_live", "Runner processes with a recent heartbeat, not stopping"
+            "jobtui_runners_live",
+            "Runner pools with a recent heartbeat, not stopping (as runners --check counts them)",
         )
         if reading is not None:
             for status in Status:
