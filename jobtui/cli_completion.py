@@ -17,8 +17,6 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import argcomplete
-
 from jobtui.core.db import resolve_url
 
 SHELLS = ("bash", "zsh", "fish")
@@ -44,6 +42,8 @@ def _shell(text: str) -> str:
 
 
 def cmd_completion(args: argparse.Namespace, prog: str) -> int:
+    import argcomplete  # here and below, not on top: every other command starts without it
+
     print(argcomplete.shellcode([prog], shell=args.shell), end="")
     return 0
 
@@ -52,6 +52,8 @@ def autocomplete(parser: argparse.ArgumentParser) -> None:
     """Answer the shell's completion request and exit, if this is one; else return."""
     if "_ARGCOMPLETE" not in os.environ:
         return
+    import argcomplete
+
     for verb, sub in _verbs(parser):
         if verb in NEW_NAME_VERBS:
             continue
