@@ -250,3 +250,51 @@ def test_console_hosting_runners_serves_metrics(sqlite_url: str, tmp_path: Path)
         assert got[("jobtui_runners_live", ())] == 1
     finally:
         console.cleanup()
+
+
+class _Seen:
+    """An observer that keeps what it is told, or fails on every call (``fail``)."""
+
+    def __init__(self, *, fail: bool = False) -> None:
+        self.fail = fail
+        self.claims: list[int] = []
+        self.records: list[int] = []
+        self.results: list[RunResult] = []
+
+    def claimed(self, seconds: float, runs: int) -> None:
+        if self.fail:
+            raise RuntimeError("observer down")
+        self.claims.append(runs)
+
+    def recorded(self, seconds: float, runs: int) -> None:
+        if self.fail:
+            raise RuntimeError("observer down")
+        self.records.append(runs)
+
+    def finished(self, result: RunResult) -> None:
+        if self.fail:
+            raise RuntimeError("observer down")
+        self.results.append(result)
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["observing", "failing-observer"])
+def test_pool_tells_its_observer(sqlite_url: str, fail: bool) -> None:
+    from jobtui.core.runner import RunnerPool
+
+    store = open_store(sqlite_url)
+    seen = _Seen(fail=fail)
+    pool = RunnerPool(store, threads=1, poll=0.1, name="observed", observer=seen)
+    try:
+        store.submit("tick", What("sql", "SELECT 1"), make_schedule("every", every="0.2"))
+        pool.start()
+        assert wait_for(lambda: pool.runs_done >= 3, 20)  # a failing observer stops nothing
+        if not fail:
+            assert wait_for(lambda: len(seen.results) >= 3, 5)
+            assert {r.job for r in seen.results} == {"tick"}
+            assert {r.owner for r in seen.results} == {store.owner}
+            assert {r.outcome for r in seen.results} == {Outcome.OK}
+            assert sum(seen.records) >= 3 and sum(seen.claims) >= 3
+    finally:
+        pool.stop(grace=2)
+        store.close()
+    assert pool.threads_busy() == 0
