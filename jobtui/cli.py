@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK  (argcomplete: this console script answers completion requests)
 """The ``jobtui`` command line: thin verbs over ``jobtui.core.store.JobStore``.
 
 Every verb opens the store, does one thing and prints either a human line or
@@ -23,7 +24,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
-from jobtui import __version__, cli_alerts, cli_events, cli_serve
+from jobtui import __version__, cli_alerts, cli_completion, cli_events, cli_metrics, cli_serve
 from jobtui.core import alerts, schema
 from jobtui.core.db import ENV_VAR, mask_text, mask_url, resolve_url
 from jobtui.core.dberrors import translate_db_error
@@ -197,6 +198,7 @@ VERBS = (
     "prune",
     "grant",
     "events",
+    "completion",
 )
 
 STEERING = {
@@ -484,6 +486,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="seconds between the worker's pruning passes (default 60)",
     )
+    cli_metrics.add_options(p)
 
     p = verb("prune", "delete old runs from the run log now (the runners do it by themselves)")
     _retention_options(p)
@@ -537,6 +540,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_events.add_verb(verb, lambda p: _db_option(p, top=False))
     cli_alerts.add_verb(verb, lambda p: _db_option(p, top=False))
+    cli_completion.add_verb(verb)
 
     p = verb("run", "run one job's schedule in the foreground until it ends")
     p.description = (
@@ -558,6 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("console", "the operator console (the default verb)")
     _console_options(p, default_runners=0)
+    cli_metrics.add_options(p)
 
     p = verb("serve", "the operator console in a browser (textual-serve), on loopback")
     p.description = (
@@ -623,7 +628,10 @@ def normalize_argv(argv: Sequence[str]) -> list[str]:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse ``argv`` (default ``sys.argv[1:]``), raising UsageError on bad usage."""
     raw = list(sys.argv[1:] if argv is None else argv)
-    return build_parser().parse_args(normalize_argv(raw))
+    parser = build_parser()
+    if argv is None:  # the shell asking for completions (_ARGCOMPLETE=1): answer, exit
+        cli_completion.autocomplete(parser)
+    return parser.parse_args(normalize_argv(raw))
 
 
 # ---------------------------------------------------------------------- main
@@ -1300,8 +1308,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
     with _store(args) as store:
         _require_runner_account(store, "worker")
         store.sql_owners = args.allow_sql_owner
-        return int(
-            worker_main(
+        metrics = cli_metrics.start(args, store)
+        try:
+            code = worker_main(
                 store,
                 threads=args.threads,
                 poll=args.poll,
@@ -1315,8 +1324,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
                 log_format=args.log_format,
                 alerts=args.alerts,
                 alert_timeout=args.alert_timeout,
+                metrics=metrics,
             )
-        )
+        finally:
+            if metrics is not None:
+                metrics.close()
+        return int(code)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -1372,13 +1385,19 @@ def cmd_console(args: argparse.Namespace) -> int:
         if args.runners:
             _require_runner_account(store, "console --runners")
         store.retention = _retention(args)  # the pool the console hosts prunes with it
-        return _run_console(
-            store,
-            runners=args.runners,
-            read_only=args.read_only,
-            refresh=args.refresh,
-            all_owners=args.all,
-        )
+        metrics = cli_metrics.start(args, store)
+        try:
+            return _run_console(
+                store,
+                runners=args.runners,
+                read_only=args.read_only,
+                refresh=args.refresh,
+                all_owners=args.all,
+                metrics=metrics,
+            )
+        finally:
+            if metrics is not None:
+                metrics.close()
 
 
 def _console_argv(args: argparse.Namespace) -> list[str]:
@@ -1589,4 +1608,5 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "prune": cmd_prune,
     "grant": cmd_grant,
     "events": cli_events.cmd_events,
+    "completion": lambda args: cli_completion.cmd_completion(args, PROG),
 }

@@ -18,7 +18,7 @@ from datetime import datetime
 from functools import partial
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -57,6 +57,9 @@ from jobtui.core import alerts
 from jobtui.core.errors import DatabaseUnavailable, JobtuiError
 from jobtui.core.model import Intent, Job, Status
 from jobtui.core.store import JobStore, RunnerInfo
+
+if TYPE_CHECKING:
+    from jobtui.core.metrics import Metrics
 
 DEFAULT_RUNNER_THREADS = 2
 HEARTBEAT_TIMEOUT = 15.0
@@ -151,6 +154,7 @@ class JobtuiApp(EventCommands, App[None]):
         read_only: bool = False,
         refresh: float = 1.0,
         all_owners: bool = False,
+        metrics: Metrics | None = None,
     ) -> None:
         super().__init__()
         self.store = store
@@ -163,6 +167,7 @@ class JobtuiApp(EventCommands, App[None]):
         self.db_error: str | None = None
         self.runners_seen: list[RunnerInfo] = []
         self.pool: Any = None  # jobtui.core.runner.RunnerPool, imported when first hosted
+        self.metrics = metrics  # jobtui.core.metrics.Metrics (--metrics-port): observes the pool
         self._refreshing = False
         self._quitting = False
         self._last_good: str | None = None
@@ -601,7 +606,9 @@ class JobtuiApp(EventCommands, App[None]):
         try:
             from jobtui.core.runner import RunnerPool
 
-            self.pool = RunnerPool(self.store, threads=threads)
+            self.pool = RunnerPool(self.store, threads=threads, observer=self.metrics)
+            if self.metrics is not None:
+                self.metrics.watch(self.pool)
             self.pool.start()
         except (ImportError, JobtuiError) as exc:
             self.post_message(RunnersChanged(False, str(exc)))
@@ -692,8 +699,15 @@ def make_app(
     read_only: bool = False,
     refresh: float = 1.0,
     all_owners: bool = False,
+    metrics: Metrics | None = None,
 ) -> JobtuiApp:
-    """The console over ``store`` (the one factory the command line uses)."""
+    """The console over ``store`` (the one factory the command line uses); ``metrics``
+    (a serving ``jobtui.core.metrics.Metrics``) observe the runner pool it hosts."""
     return JobtuiApp(
-        store, runners=runners, read_only=read_only, refresh=refresh, all_owners=all_owners
+        store,
+        runners=runners,
+        read_only=read_only,
+        refresh=refresh,
+        all_owners=all_owners,
+        metrics=metrics,
     )

@@ -46,7 +46,7 @@ from jobtui.core.reaping import Reaper
 from jobtui.core.recording import Ended, Recorder
 from jobtui.core.retention import Retention
 from jobtui.core.running import abort_run, execute_run, find_aborts
-from jobtui.core.runresult import OnRun, RunResult
+from jobtui.core.runresult import OnRun, PoolObserver, RunResult
 from jobtui.core.session import Session, transaction, write_transaction
 from jobtui.core.sharing import DEFAULT_GRACE, Share
 from jobtui.core.store import JobStore
@@ -163,6 +163,7 @@ class RunnerPool:
         heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
         clock: Clock | None = None,
         on_run: OnRun | None = None,
+        observer: PoolObserver | None = None,
         job_id: int | None = None,
         hold: bool = False,
         retention: Retention | None = None,
@@ -195,6 +196,7 @@ class RunnerPool:
         self.last_beat = float("-inf")  # time.monotonic() of the last heartbeat written
         self.clock: Clock = clock or store.clock
         self.on_run = on_run
+        self.observer = observer  # told of claims, recordings and runs (metrics)
         self.only_job = job_id
         self.hold = hold
         self.host = socket.gethostname()[:255]
@@ -243,6 +245,7 @@ class RunnerPool:
         self._stopped = threading.Event()
         self._give_up = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._working = 0  # worker threads with a batch in hand (guarded by _lock)
         self.runs_done = 0
         # Run-log retention (store.prune_runs), pruned by a housekeeping thread.
         self.retention: Retention = retention if retention is not None else store.retention
@@ -278,6 +281,11 @@ class RunnerPool:
     def busy(self) -> bool:
         """Whether a job is being claimed or executed here now."""
         return self._has_runs()
+
+    def threads_busy(self) -> int:
+        """How many of the worker threads are claiming, executing or recording now."""
+        with self._lock:
+            return self._working
 
     def healthy(self) -> bool:
         """Running, and its last heartbeat reached the database less than a heartbeat
@@ -628,6 +636,7 @@ class RunnerPool:
                 if kind == "run":
                     me = threading.get_ident()
                     with self._lock:
+                        self._working += 1
                         for jid in jids:
                             self._taker[jid] = me
                 look_again = True
@@ -642,6 +651,8 @@ class RunnerPool:
                         session.discard()
                 finally:
                     if kind == "run":
+                        with self._lock:
+                            self._working -= 1
                         self._release(jids)
                         self._queue.done(owner, short)
                         if self._queue.runnable() < self.threads and (look_again or self._backlog):
@@ -832,7 +843,10 @@ class RunnerPool:
         return self._claim_runs(session, job_ids)[0]
 
     def _claim_runs(self, session: Session, job_ids: list[int]) -> tuple[list[Run], list[int]]:
+        began = time.monotonic()
         runs, declined = self._claimer.claim(session, job_ids, lead=self._lead)
+        if self.observer is not None:
+            self._observe(self.observer.claimed, time.monotonic() - began, len(runs))
         if declined:
             until = time.monotonic() + min(self.poll, 0.5)
             for jid in declined:
@@ -957,6 +971,7 @@ class RunnerPool:
         session = items[0][0].session
         names = ", ".join(run.job.name for run, *_ in items)
         delay = 0.2
+        began = time.monotonic()
         for attempt in itertools.count():
             try:
                 conn = session.get()
@@ -986,24 +1001,31 @@ class RunnerPool:
             session.reset()
         self.runs_done += len(items)
         self._learn(items)
-        if self.on_run is None:
+        observer = self.observer
+        if observer is not None:
+            self._observe(observer.recorded, time.monotonic() - began, len(items))
+        if self.on_run is None and observer is None:
             return True
         for run, outcome, error, finished in items:
+            result = RunResult(
+                job=run.job.name,
+                job_id=run.job.id,
+                slot=run.slot,
+                outcome=outcome,
+                started=run.exec_start or run.started,
+                finished=finished,
+                error=error,
+                manual=run.manual,
+                skipped=run.skipped,
+                owner=run.job.owner,
+                **_failure_count(run.job, outcome),
+            )
+            if observer is not None:
+                self._observe(observer.finished, result)
+            if self.on_run is None:
+                continue
             try:
-                self.on_run(
-                    RunResult(
-                        job=run.job.name,
-                        job_id=run.job.id,
-                        slot=run.slot,
-                        outcome=outcome,
-                        started=run.exec_start or run.started,
-                        finished=finished,
-                        error=error,
-                        manual=run.manual,
-                        skipped=run.skipped,
-                        **_failure_count(run.job, outcome),
-                    )
-                )
+                self.on_run(result)
             except Exception as exc:
                 log.warning("on_run callback failed: %s", exc)
         # A callback that buffers what it reports (the worker's log) writes it out once
@@ -1015,6 +1037,13 @@ class RunnerPool:
             except Exception as exc:
                 log.warning("on_run callback failed: %s", exc)
         return True
+
+    def _observe(self, report: Callable[..., None], *args: Any) -> None:
+        """Tell the observer; its failure is logged, never the pool's."""
+        try:
+            report(*args)
+        except Exception as exc:
+            log.warning("pool observer failed: %s", exc)
 
 
 def _failure_count(job: Any, outcome: Outcome) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from jobtui.core.alerting import AlertDispatcher
 from jobtui.core.alerts import DEFAULT_TIMEOUT as DEFAULT_ALERT_TIMEOUT
 from jobtui.core.alerts import Event
 from jobtui.core.errors import InvalidInput
+from jobtui.core.metrics import Metrics
 from jobtui.core.runner import (
     DEFAULT_HEARTBEAT_TIMEOUT,
     DEFAULT_LEAD,
@@ -118,10 +119,12 @@ def worker_main(
     log_format: str = "text",
     alerts: bool = True,
     alert_timeout: float = DEFAULT_ALERT_TIMEOUT,
+    metrics: Metrics | None = None,
 ) -> int:
     """Run a pool headless until SIGTERM/SIGINT (``jobtui worker``): one log line per run
     and per state change (``oplog``), alerts sent (``alerting``), systemd told when it is
-    ready, alive and stopping (``sdnotify``)."""
+    ready, alive and stopping (``sdnotify``); ``metrics`` (already serving) observe the
+    pool."""
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -135,6 +138,7 @@ def worker_main(
         name=name or "worker",
         heartbeat_timeout=heartbeat_timeout,
         on_run=_RunLog(handler.formatter),
+        observer=metrics,
         retention=retention,
         lead=lead,
         owner_share=owner_share,
@@ -164,6 +168,18 @@ def worker_main(
         if alerts:
             dispatcher = AlertDispatcher(store, rid, timeout=alert_timeout, on_sent=_log_alert)
             dispatcher.start()
+        if metrics is not None:
+            metrics.watch(pool)
+            if metrics.listening is not None:
+                addr, port = metrics.listening
+                oplog.event(
+                    WORKER_LOG,
+                    logging.INFO,
+                    "metrics.listening",
+                    addr=addr,
+                    port=port,
+                    message=f"jobtui worker {rid}: metrics on http://{_host(addr)}:{port}/metrics",
+                )
         notifier.ready(f"{threads} thread(s) on {store.masked_url}")
         watchdog = notifier.watchdog_interval()
         beat = min(0.5, watchdog) if watchdog else 0.5
@@ -197,6 +213,10 @@ def worker_main(
         for sig, handler_ in previous.items():
             signal.signal(sig, handler_)
     return 0
+
+
+def _host(addr: str) -> str:
+    return f"[{addr}]" if ":" in addr else addr
 
 
 def _log_alert(event: Event, results: dict[str, str]) -> None:
