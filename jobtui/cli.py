@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
-from jobtui import __version__, cli_alerts, cli_events, cli_serve
+from jobtui import __version__, cli_alerts, cli_config, cli_events, cli_serve
 from jobtui.core import alerts, schema
 from jobtui.core.db import ENV_VAR, mask_text, mask_url, resolve_url
 from jobtui.core.dberrors import translate_db_error
@@ -197,6 +197,7 @@ VERBS = (
     "prune",
     "grant",
     "events",
+    "profiles",
 )
 
 STEERING = {
@@ -295,17 +296,20 @@ def build_parser() -> argparse.ArgumentParser:
         "SQLite) with a live operator console. With no verb it starts the console.",
         epilog="Exit codes: 0 ok; 2 bad input, unknown job or refused; 1 database "
         "unreachable or failing; 3 `run`: the job was aborted or removed; 130 interrupted; "
-        "141 stdout closed. Database: --db, else $JOBTUI_DB, else the default SQLite file. "
+        "141 stdout closed. Database: --db, else $JOBTUI_DB, else the profile's url (--profile, "
+        "$JOBTUI_PROFILE or the config file's default), else the default SQLite file. "
         "`jobtui VERB --help` shows a verb's options; the full manual (docs/cli.md, "
         "docs/console.md) is in jobtui's source tree, not in an installed package.",
     )
     _db_option(parser, top=True)
+    cli_config.add_profile_option(parser, top=True)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="VERB")
 
     def verb(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         _db_option(p, top=False)
+        cli_config.add_profile_option(p, top=False)
         return p
 
     verb("init", "create or upgrade the tables")
@@ -537,6 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_events.add_verb(verb, lambda p: _db_option(p, top=False))
     cli_alerts.add_verb(verb, lambda p: _db_option(p, top=False))
+    cli_config.add_verb(verb)
 
     p = verb("run", "run one job's schedule in the foreground until it ends")
     p.description = (
@@ -607,9 +612,9 @@ def normalize_argv(argv: Sequence[str]) -> list[str]:
     i = 0
     while i < len(args):
         token = args[i]
-        if token == "--db":
+        if token in ("--db", "--profile"):
             i += 2
-        elif token.startswith("--db="):
+        elif token.startswith(("--db=", "--profile=")):
             i += 1
         elif token in ("-h", "--help", "--version") or token in VERBS:
             return args
@@ -622,8 +627,9 @@ def normalize_argv(argv: Sequence[str]) -> list[str]:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse ``argv`` (default ``sys.argv[1:]``), raising UsageError on bad usage."""
-    raw = list(sys.argv[1:] if argv is None else argv)
-    return build_parser().parse_args(normalize_argv(raw))
+    raw = normalize_argv(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    return cli_config.apply(parser, raw, parser.parse_args(raw))
 
 
 # ---------------------------------------------------------------------- main
@@ -1378,6 +1384,7 @@ def cmd_console(args: argparse.Namespace) -> int:
             read_only=args.read_only,
             refresh=args.refresh,
             all_owners=args.all,
+            theme=getattr(args, "theme", None),
         )
 
 
@@ -1429,7 +1436,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     store = open_store(url)
     store.retention = _retention(args)
     try:
-        return _run_console(store, runners=args.runners)
+        return _run_console(store, runners=args.runners, theme=getattr(args, "theme", None))
     finally:
         store.close()
 
@@ -1585,4 +1592,5 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "prune": cmd_prune,
     "grant": cmd_grant,
     "events": cli_events.cmd_events,
+    "profiles": cli_config.cmd_profiles,
 }

@@ -151,8 +151,10 @@ class JobtuiApp(EventCommands, App[None]):
         read_only: bool = False,
         refresh: float = 1.0,
         all_owners: bool = False,
+        theme: str | None = None,
     ) -> None:
         super().__init__()
+        self.profile_theme = theme  # a profile's theme (config file): wins over the remembered
         self.store = store
         self.runner_threads = runners
         self.read_only_console = read_only or store.read_only
@@ -201,8 +203,9 @@ class JobtuiApp(EventCommands, App[None]):
                 self.start_runners(self.runner_threads)
 
     def on_mount(self) -> None:
-        """The theme chosen last time (jobtui.console.state), then remember each change."""
-        theme = state.load().get("theme")
+        """The profile's theme, else the one chosen last time (jobtui.console.state); then
+        remember each change."""
+        theme = self.profile_theme or state.load().get("theme")
         if isinstance(theme, str) and theme in self.available_themes:
             self.theme = theme
         self.theme_changed_signal.subscribe(self, self.remember_theme)
@@ -692,8 +695,14 @@ def make_app(
     read_only: bool = False,
     refresh: float = 1.0,
     all_owners: bool = False,
+    theme: str | None = None,
 ) -> JobtuiApp:
     """The console over ``store`` (the one factory the command line uses)."""
     return JobtuiApp(
-        store, runners=runners, read_only=read_only, refresh=refresh, all_owners=all_owners
+        store,
+        runners=runners,
+        read_only=read_only,
+        refresh=refresh,
+        all_owners=all_owners,
+        theme=theme,
     )
