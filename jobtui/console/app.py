@@ -211,6 +211,8 @@ class JobtuiApp(EventCommands, App[None]):
         self.theme_changed_signal.subscribe(self, self.remember_theme)
 
     def remember_theme(self, theme: Theme) -> None:
+        if theme.name == self.profile_theme:
+            return  # the profile's, not a choice: a console without the profile keeps its own
         try:
             state.save(theme=theme.name)
         except OSError as exc:
