@@ -1398,6 +1398,7 @@ def _console_argv(args: argparse.Namespace) -> list[str]:
     options += ["--keep-runs", keep(args.keep_runs), "--keep-days", keep(args.keep_days)]
     options += ["--keep-error-days", keep(args.keep_error_days)]
     options += ["--read-only"] * args.read_only + ["--all"] * args.all
+    options += cli_config.profile_argv(args)  # the tabs' theme
     return cli_serve.console_argv(options)
 
 

@@ -86,6 +86,13 @@ def apply(
     return args
 
 
+def profile_argv(args: argparse.Namespace) -> list[str]:
+    """``--profile NAME`` of the profile in use, for a console started by this one
+    (``serve``'s tabs), else nothing."""
+    used = getattr(args, "profile_used", None)
+    return ["--profile", used.name] if used is not None else []
+
+
 def _check_theme(profile: config.Profile, path: Any) -> None:
     try:
         from textual.theme import BUILTIN_THEMES

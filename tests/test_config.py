@@ -210,3 +210,15 @@ async def test_the_console_takes_theme_and_refresh_from_the_profile(
     assert (args.refresh, getattr(args, "theme", None)) == (0.5, None)
     async with console(args.db, refresh=args.refresh, theme=None) as (app, _pilot, _s):
         assert app.theme == "dracula"
+
+
+def test_serve_hands_the_profile_to_its_tabs(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jobtui.cli import _console_argv
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    argv = _console_argv(parse_args(["--profile", "b", "serve"]))
+    assert argv[argv.index("--profile") + 1] == "b"
+    assert argv[argv.index("--refresh") + 1] == "2.5"
+    # the default profile (a): named too, so that the tabs' own reading cannot differ
+    argv = _console_argv(parse_args(["serve"]))
+    assert argv[argv.index("--profile") + 1] == "a"
