@@ -24,7 +24,15 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
-from jobtui import __version__, cli_alerts, cli_completion, cli_events, cli_metrics, cli_serve
+from jobtui import (
+    __version__,
+    cli_alerts,
+    cli_completion,
+    cli_config,
+    cli_events,
+    cli_metrics,
+    cli_serve,
+)
 from jobtui.core import alerts, schema
 from jobtui.core.db import ENV_VAR, mask_text, mask_url, resolve_url
 from jobtui.core.dberrors import translate_db_error
@@ -199,6 +207,7 @@ VERBS = (
     "grant",
     "events",
     "completion",
+    "profiles",
 )
 
 STEERING = {
@@ -297,17 +306,20 @@ def build_parser() -> argparse.ArgumentParser:
         "SQLite) with a live operator console. With no verb it starts the console.",
         epilog="Exit codes: 0 ok; 2 bad input, unknown job or refused; 1 database "
         "unreachable or failing; 3 `run`: the job was aborted or removed; 130 interrupted; "
-        "141 stdout closed. Database: --db, else $JOBTUI_DB, else the default SQLite file. "
+        "141 stdout closed. Database: --db, else $JOBTUI_DB, else the profile's url (--profile, "
+        "$JOBTUI_PROFILE or the config file's default), else the default SQLite file. "
         "`jobtui VERB --help` shows a verb's options; the full manual (docs/cli.md, "
         "docs/console.md) is in jobtui's source tree, not in an installed package.",
     )
     _db_option(parser, top=True)
+    cli_config.add_profile_option(parser, top=True)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="VERB")
 
     def verb(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         _db_option(p, top=False)
+        cli_config.add_profile_option(p, top=False)
         return p
 
     verb("init", "create or upgrade the tables")
@@ -541,6 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_events.add_verb(verb, lambda p: _db_option(p, top=False))
     cli_alerts.add_verb(verb, lambda p: _db_option(p, top=False))
     cli_completion.add_verb(verb)
+    cli_config.add_verb(verb)
 
     p = verb("run", "run one job's schedule in the foreground until it ends")
     p.description = (
@@ -612,9 +625,9 @@ def normalize_argv(argv: Sequence[str]) -> list[str]:
     i = 0
     while i < len(args):
         token = args[i]
-        if token == "--db":
+        if token in ("--db", "--profile"):
             i += 2
-        elif token.startswith("--db="):
+        elif token.startswith(("--db=", "--profile=")):
             i += 1
         elif token in ("-h", "--help", "--version") or token in VERBS:
             return args
@@ -627,11 +640,11 @@ def normalize_argv(argv: Sequence[str]) -> list[str]:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse ``argv`` (default ``sys.argv[1:]``), raising UsageError on bad usage."""
-    raw = list(sys.argv[1:] if argv is None else argv)
+    raw = normalize_argv(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if argv is None:  # the shell asking for completions (_ARGCOMPLETE=1): answer, exit
         cli_completion.autocomplete(parser)
-    return parser.parse_args(normalize_argv(raw))
+    return cli_config.apply(parser, raw, parser.parse_args(raw))
 
 
 # ---------------------------------------------------------------------- main
@@ -1394,6 +1407,7 @@ def cmd_console(args: argparse.Namespace) -> int:
                 refresh=args.refresh,
                 all_owners=args.all,
                 metrics=metrics,
+                theme=getattr(args, "theme", None),
             )
         finally:
             if metrics is not None:
@@ -1410,6 +1424,7 @@ def _console_argv(args: argparse.Namespace) -> list[str]:
     options += ["--keep-runs", keep(args.keep_runs), "--keep-days", keep(args.keep_days)]
     options += ["--keep-error-days", keep(args.keep_error_days)]
     options += ["--read-only"] * args.read_only + ["--all"] * args.all
+    options += cli_config.profile_argv(args)  # the tabs' theme
     return cli_serve.console_argv(options)
 
 
@@ -1448,7 +1463,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     store = open_store(url)
     store.retention = _retention(args)
     try:
-        return _run_console(store, runners=args.runners)
+        return _run_console(store, runners=args.runners, theme=getattr(args, "theme", None))
     finally:
         store.close()
 
@@ -1609,4 +1624,5 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "grant": cmd_grant,
     "events": cli_events.cmd_events,
     "completion": lambda args: cli_completion.cmd_completion(args, PROG),
+    "profiles": cli_config.cmd_profiles,
 }

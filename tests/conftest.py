@@ -94,6 +94,10 @@ def _own_state_home(tmp_path_factory, monkeypatch) -> None:  # type: ignore[no-u
     """The console's remembered state (a theme) never comes from, nor goes to, the
     user's own $XDG_STATE_HOME: each test has an empty one of its own."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    # nor the user's config file and profiles (jobtui.core.config)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+    monkeypatch.delenv("JOBTUI_CONFIG", raising=False)
+    monkeypatch.delenv("JOBTUI_PROFILE", raising=False)
 
 
 @pytest.fixture(autouse=True)

@@ -31,7 +31,7 @@ from jobtui.core.claims import lock_name
 from jobtui.core.model import What, check_sql
 from jobtui.core.privileges import grant_statements
 from jobtui.core.runner import RunnerPool
-from jobtui.core.sqlapi import calls, keeper, owngrant, procedures, runlog
+from jobtui.core.sqlapi import calls, keeper, owngrant, procedures, runlog, setalert
 
 pytestmark = pytest.mark.mariadb
 
@@ -135,6 +135,7 @@ def test_grant_gives_execute_on_exactly_the_procedures() -> None:
         assert execs == [
             *(f"GRANT EXECUTE ON PROCEDURE `my_db`.`{n}` TO `jobtui_{kind}_my_db`" for n in names),
             f"GRANT EXECUTE ON FUNCTION `my_db`.`{keeper.WHO}` TO `jobtui_{kind}_my_db`",
+            f"GRANT EXECUTE ON FUNCTION `my_db`.`{setalert.ALLOWED}` TO `jobtui_{kind}_my_db`",
         ]
     assert not [line for line in grant_statements("runner", "eve", "my_db") if "PROCEDURE" in line]
 

@@ -62,6 +62,7 @@ JOB_COLUMNS = [
     "intent",
     "run_now",
     "abort_requested",
+    "alert",  # appended after Oracle's and jobtui's earlier columns (issue 27)
 ]
 RUNNING_COLUMNS = [
     "sid",

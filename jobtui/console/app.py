@@ -155,8 +155,10 @@ class JobtuiApp(EventCommands, App[None]):
         refresh: float = 1.0,
         all_owners: bool = False,
         metrics: Metrics | None = None,
+        theme: str | None = None,
     ) -> None:
         super().__init__()
+        self.profile_theme = theme  # a profile's theme (config file): wins over the remembered
         self.store = store
         self.runner_threads = runners
         self.read_only_console = read_only or store.read_only
@@ -206,13 +208,16 @@ class JobtuiApp(EventCommands, App[None]):
                 self.start_runners(self.runner_threads)
 
     def on_mount(self) -> None:
-        """The theme chosen last time (jobtui.console.state), then remember each change."""
-        theme = state.load().get("theme")
+        """The profile's theme, else the one chosen last time (jobtui.console.state); then
+        remember each change."""
+        theme = self.profile_theme or state.load().get("theme")
         if isinstance(theme, str) and theme in self.available_themes:
             self.theme = theme
         self.theme_changed_signal.subscribe(self, self.remember_theme)
 
     def remember_theme(self, theme: Theme) -> None:
+        if theme.name == self.profile_theme:
+            return  # the profile's, not a choice: a console without the profile keeps its own
         try:
             state.save(theme=theme.name)
         except OSError as exc:
@@ -700,6 +705,7 @@ def make_app(
     refresh: float = 1.0,
     all_owners: bool = False,
     metrics: Metrics | None = None,
+    theme: str | None = None,
 ) -> JobtuiApp:
     """The console over ``store`` (the one factory the command line uses); ``metrics``
     (a serving ``jobtui.core.metrics.Metrics``) observe the runner pool it hosts."""
@@ -710,4 +716,5 @@ def make_app(
         refresh=refresh,
         all_owners=all_owners,
         metrics=metrics,
+        theme=theme,
     )

@@ -43,17 +43,18 @@ ACCEPTED_URLS = (
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]+:")
 
 
-def resolve_url(db: str | None = None) -> str:
+def resolve_url(db: str | None = None, *, source: str = "--db") -> str:
     """The database URL to use: ``db`` if given, else ``$JOBTUI_DB``, else the default file.
 
     A bare path (no ``://``) means a SQLite file. What only looks like a path
     is refused (InvalidInput) before anything is created: an empty value, a
     URL missing a slash (``mysql+pymysql:/user:pw@host/db`` would otherwise be
     a SQLite file whose path holds the password), ``user:password@`` without
-    a scheme, control characters.
+    a scheme, control characters. ``source`` names where ``db`` came from in errors
+    (a profile's ``url`` in the config file).
     """
     if db is not None:
-        value, source = db, "--db"
+        value = db
     else:
         value, source = os.environ.get(ENV_VAR) or "", ENV_VAR
         if not value:

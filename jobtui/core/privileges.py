@@ -173,7 +173,7 @@ def sql_procedure_grants(db: str, role: str) -> list[str]:
     """EXECUTE on exactly the SQL interface's public procedures (user_export included)
     and the two run-log helpers ``run`` needs (never on the whole database:
     docs/privileges.md)."""
-    from jobtui.core.sqlapi import calls, keeper, owngrant, procedures, runlog
+    from jobtui.core.sqlapi import calls, keeper, owngrant, procedures, runlog, setalert
 
     return [
         *(
@@ -188,4 +188,6 @@ def sql_procedure_grants(db: str, role: str) -> list[str]:
         ),
         # the keeper's lookup of a squatter: who made the routine under a job's name
         f"GRANT EXECUTE ON FUNCTION {db}.`{keeper.WHO}` TO `{role}`",
+        # set_alert's look at the caller's own patterns of the allow-list
+        f"GRANT EXECUTE ON FUNCTION {db}.`{setalert.ALLOWED}` TO `{role}`",
     ]

@@ -15,7 +15,7 @@ from sqlalchemy.exc import DBAPIError
 
 from jobtui.core import schema
 from jobtui.core.dberrors import PERMISSION_ERRORS, error_code
-from jobtui.core.sqlapi import calls, keeper, owngrant, procedures, views
+from jobtui.core.sqlapi import calls, keeper, owngrant, procedures, setalert, views
 
 SQL_API_KEY = "sql_api"  # jobtui_meta: a digest of the SQL interface's DDL
 
@@ -26,6 +26,7 @@ def statements(schema_name: str, *, definer_role: bool) -> list[str]:
         *keeper.statements(schema_name, definer_role=definer_role),
         *views.statements(schema_name, definer_role=definer_role),
         *procedures.statements(schema_name, definer_role=definer_role),
+        *setalert.statements(schema_name, definer_role=definer_role),
         *calls.statements(schema_name, definer_role=definer_role),
         *owngrant.statements(schema_name, definer_role=definer_role),
     ]

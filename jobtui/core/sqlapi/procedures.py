@@ -48,6 +48,7 @@ PUBLIC = (
     "broken",
     "run",
     *steer.VERBS,  # the steering verbs: pause, resume, abort, run_now
+    "set_alert",  # jobtui.core.sqlapi.setalert
 )
 
 REMOVE_WAIT = 10.0  # seconds remove waits for a run in flight to end (as the command line)

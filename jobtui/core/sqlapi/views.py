@@ -126,6 +126,8 @@ def jobs_select(base: str, schema_name: str) -> str:
         ("intent", "`intent`"),
         ("run_now", "IF(`run_now`, 'Y', 'N')"),
         ("abort_requested", "IF(`abort_requested`, 'Y', 'N')"),
+        # where the job's alerts go: a JSON list of targets; NULL: the database's default
+        ("alert", "`alert`"),
     ]
     cols = ", ".join(f"{sql} AS `{name}`" for name, sql in columns)
     return f"SELECT {cols} FROM `{base}`"
