@@ -173,6 +173,8 @@ def _retention_options(parser: argparse.ArgumentParser) -> None:
 
 VERBS = (
     "init",
+    "upgrade",
+    "doctor",
     "submit",
     "change",
     "remove",
@@ -308,7 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
         _db_option(p, top=False)
         return p
 
-    verb("init", "create or upgrade the tables")
+    verb("init", "create or upgrade the tables (applies the schema migrations)")
+    verb("upgrade", "the same as init: apply the schema migrations this jobtui brings")
 
     p = verb("submit", "define a new job")
     p.add_argument("name", metavar="NAME")
@@ -720,7 +723,7 @@ def _print_json(value: Any) -> None:
 def cmd_init(args: argparse.Namespace) -> int:
     from jobtui.core.schema import SCHEMA_VERSION, USER_JOB_VIEW
 
-    with _store(args) as store:
+    with _store(args) as store:  # opening applies the migrations (jobtui.core.migrations)
         store.ping()
         if not store.sees_all:
             _print(
@@ -729,7 +732,8 @@ def cmd_init(args: argparse.Namespace) -> int:
                 "runs `jobtui init`)"
             )
             return EXIT_OK
-        _print(f"initialised {store.masked_url} (schema version {SCHEMA_VERSION})")
+        done = store.upgraded.describe() if store.upgraded else f"schema version {SCHEMA_VERSION}"
+        _print(f"initialised {store.masked_url} ({done})")
     return EXIT_OK
 
 
@@ -1566,6 +1570,7 @@ def cmd_alerts(args: argparse.Namespace) -> int:
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "alerts": cmd_alerts,
     "init": cmd_init,
+    "upgrade": cmd_init,
     "submit": cmd_submit,
     "change": cmd_change,
     "remove": cmd_remove,

@@ -1546,7 +1546,9 @@ def test_tables_are_utf8mb4_on_a_latin1_database(clock: FakeClock) -> None:
                 )
             ).all()
             conn.rollback()
-        assert sorted(t[0] for t in tables) == sorted(schema.metadata.tables)
+        assert sorted(t[0] for t in tables) == sorted(
+            [*schema.metadata.tables, *schema.history_metadata.tables]
+        )
         assert {(t[1], t[2]) for t in tables} == {("InnoDB", "utf8mb4_bin")}
     finally:
         s.close()

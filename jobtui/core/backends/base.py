@@ -166,12 +166,12 @@ class Backend(ABC):
         raise NotImplementedError
 
     def finish_schema(self, conn: Connection) -> None:
-        """Inside ``schema.ensure_schema``'s transaction, after the tables and columns:
-        what this database's tables need besides (may do nothing)."""
+        """Inside the baseline migration's transaction (``migrations``), after the tables
+        and columns: what this database's tables need besides (may do nothing)."""
         return None  # a default: nothing to do
 
     def after_schema(self) -> None:
-        """After ``schema.ensure_schema``'s transaction: what lives beside the tables
+        """After ``migrations.upgrade``'s transactions: what lives beside the tables
         (keys, views; may do nothing)."""
         return None  # a default: nothing to do
 
