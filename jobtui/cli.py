@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
-from jobtui import __version__, cli_alerts, cli_events, cli_serve
+from jobtui import __version__, cli_alerts, cli_doctor, cli_events, cli_serve
 from jobtui.core import alerts, schema
 from jobtui.core.db import ENV_VAR, mask_text, mask_url, resolve_url
 from jobtui.core.dberrors import translate_db_error
@@ -540,6 +540,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_events.add_verb(verb, lambda p: _db_option(p, top=False))
     cli_alerts.add_verb(verb, lambda p: _db_option(p, top=False))
+    cli_doctor.add_verb(verb, _seconds)
 
     p = verb("run", "run one job's schedule in the foreground until it ends")
     p.description = (
@@ -1590,4 +1591,5 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "prune": cmd_prune,
     "grant": cmd_grant,
     "events": cli_events.cmd_events,
+    "doctor": lambda args: cli_doctor.cmd_doctor(args, _print),
 }
