@@ -7,9 +7,10 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 from jobtui.core import doctor, health
-from jobtui.core.db import make_engine, resolve_url
+from jobtui.core.db import make_engine, mask_url, parse_url, resolve_url
 from jobtui.core.privileges import parse_account
 from jobtui.core.store import JobStore
 
@@ -38,8 +39,8 @@ def add_verb(
     p.add_argument(
         "--runner-account",
         metavar="ACCOUNT",
-        help="also check this account's runner grants (USER or USER@HOST; MySQL/MariaDB, "
-        "read as an admin)",
+        help="also check this account's runner grants (USER or USER@HOST; MySQL/MariaDB: "
+        "SHOW GRANTS FOR, which needs SELECT on the mysql database)",
     )
 
 
@@ -47,13 +48,17 @@ def cmd_doctor(args: argparse.Namespace, print_line: Callable[[str], None]) -> i
     if args.runner_account is not None:
         parse_account(args.runner_account)  # bad input: exit 2 before connecting
     url = resolve_url(args.db)
-    # not open_store: no tables are created, and a newer schema is a line, not a refusal
-    store = JobStore(make_engine(url), read_only=True, url=url)
-    try:
-        options = doctor.Options(overdue=args.overdue, runner_account=args.runner_account)
-        checks = doctor.run(store, options)
-    finally:
-        store.close()
+    missing = _missing_sqlite_file(url)
+    if missing is not None:
+        checks = [missing]  # connecting would create an empty file
+    else:
+        # not open_store: no tables are created, and a newer schema is a line, not a refusal
+        store = JobStore(make_engine(url), read_only=True, url=url)
+        try:
+            options = doctor.Options(overdue=args.overdue, runner_account=args.runner_account)
+            checks = doctor.run(store, options)
+        finally:
+            store.close()
     if args.json:
         print_line(json.dumps([c.to_dict() for c in checks], indent=2, ensure_ascii=False))
     else:
@@ -65,3 +70,16 @@ def cmd_doctor(args: argparse.Namespace, print_line: Callable[[str], None]) -> i
             elif c.hint:
                 print_line(f"{'':<4}  {'':<{width}}  ({c.hint})")
     return EXIT_FAILING if doctor.worst(checks) == doctor.FAIL else EXIT_HEALTHY
+
+
+def _missing_sqlite_file(url: str) -> doctor.Check | None:
+    parsed = parse_url(url)
+    path = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not path or Path(path).exists():
+        return None
+    return doctor.Check(
+        "connect",
+        doctor.FAIL,
+        f"{mask_url(url)}: no such SQLite file",
+        "check the path (--db, $JOBTUI_DB); `jobtui init` creates a new database",
+    )

@@ -24,6 +24,8 @@ RANK = {OK: 0, WARN: 1, FAIL: 2}
 SKEW_WARN = 2.0  # seconds between this machine's clock and the server's
 SKEW_FAIL = 60.0
 NO_TABLES = "no jobtui tables here"
+DB_ACCESS_DENIED = 1044  # the account may not use the database at all
+NO_DATABASE_RIGHTS = "the account holds no privilege on this database"
 HEARTBEAT_TIMEOUT = 15.0  # the runner pool's default (older heartbeats are dead)
 WHAT_KINDS = {
     "operator": "submit and steer its own jobs",
@@ -62,6 +64,8 @@ def run(
     for check in _checks(store, options, clock or store.now):
         checks.append(check)
         if check.check == "connect" and check.status == FAIL:
+            if check.detail.endswith(NO_DATABASE_RIGHTS):
+                checks.append(_no_rights(store))
             break
     return checks
 
@@ -104,6 +108,13 @@ def _connect(store: JobStore) -> Check:
     try:
         store.ping()
     except JobtuiError as exc:
+        if error_code(exc.__cause__) == DB_ACCESS_DENIED:
+            return Check(
+                "connect",
+                FAIL,
+                f"{store.masked_url}: {exc}: {NO_DATABASE_RIGHTS}",
+                "see the account line",
+            )
         return Check(
             "connect",
             FAIL,
@@ -112,6 +123,17 @@ def _connect(store: JobStore) -> Check:
             "and the account's name and password",
         )
     return Check("connect", OK, f"{store.masked_url} ({store.backend.name}) answers")
+
+
+def _no_rights(store: JobStore) -> Check:
+    user = store.engine.url.username or "ACCOUNT"
+    return Check(
+        "account",
+        FAIL,
+        f"{user} holds no jobtui role on this database (it may not even connect to it)",
+        f"an admin runs `jobtui grant {user}@HOST --operator --apply` (or --admin, --runner; "
+        "docs/privileges.md)",
+    )
 
 
 def _schema(store: JobStore) -> Check:
@@ -204,8 +226,8 @@ def _runner_account(store: JobStore, options: Options) -> Check:
             name,
             OK,
             "skipped: no runner account named",
-            "pass --runner-account ACCOUNT (read as an admin), or run `jobtui doctor` with "
-            "the runner's own credentials",
+            "pass --runner-account ACCOUNT (read with SHOW GRANTS FOR: needs SELECT on the "
+            "mysql database), or run `jobtui doctor` with the runner's own credentials",
         )
     with store.engine.connect() as conn:
         rights = store.backend.account_rights(conn, options.runner_account)
@@ -215,8 +237,9 @@ def _runner_account(store: JobStore, options: Options) -> Check:
             name,
             WARN,
             f"{who}: this account may not read its grants",
-            "run `jobtui doctor --runner-account` as an admin, or `jobtui doctor` with the "
-            "runner's own credentials",
+            "SHOW GRANTS FOR another account needs SELECT on the mysql database (jobtui's "
+            "admin role has none): run `jobtui doctor --runner-account` as the server's "
+            "root, or `jobtui doctor` with the runner's own credentials",
         )
     if not rights.exists:
         return Check(name, FAIL, f"{who}: the server knows no such account", "check the name")
