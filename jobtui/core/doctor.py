@@ -108,7 +108,7 @@ def _connect(store: JobStore) -> Check:
     try:
         store.ping()
     except JobtuiError as exc:
-        if error_code(exc.__cause__) == DB_ACCESS_DENIED:
+        if exc.__cause__ is not None and error_code(exc.__cause__) == DB_ACCESS_DENIED:
             return Check(
                 "connect",
                 FAIL,

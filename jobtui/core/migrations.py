@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection, Engine
@@ -148,11 +149,12 @@ def _record(conn: Connection, migration: Migration) -> None:
         )
 
 
-def history(conn: Connection) -> list[tuple[int, str, object]]:
+def history(conn: Connection) -> list[tuple[int, str, datetime | None]]:
     """(version, title, applied) of the migrations applied, oldest first ([] before 2)."""
     log = schema.migration_log
     try:
-        return [tuple(r) for r in conn.execute(select(log).order_by(log.c.version))]  # type: ignore[misc]
+        rows = conn.execute(select(log).order_by(log.c.version))
+        return [(int(r.version), str(r.title), r.applied) for r in rows]
     except DBAPIError as exc:
         if error_code(exc) in (NO_SUCH_TABLE, *PERMISSION_ERRORS) or "no such table" in str(
             exc.orig

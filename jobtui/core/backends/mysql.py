@@ -294,9 +294,9 @@ class MySQLBackend(Backend):
         return mysql_events.read_procedure_texts(conn, names)
 
     def server_time(self, conn: Connection) -> datetime | None:
-        found = conn.execute(text("SELECT UTC_TIMESTAMP(6)")).scalar_one()
+        found: datetime = conn.execute(text("SELECT UTC_TIMESTAMP(6)")).scalar_one()
         conn.rollback()
-        return found  # type: ignore[no-any-return]
+        return found
 
     def account_rights(self, conn: Connection, account: str | None) -> Rights | None:
         database = _database(conn)
