@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from accounts import Server, server  # noqa: F401  (the fixture)
+from accounts import Server
 from conftest import admin_connection
+from procs import Worker, wait_for
 
 from jobtui.cli import main
 from jobtui.core import migrations, schema
@@ -188,7 +189,7 @@ def test_bad_input(sqlite_url: str, extra: list[str], capsys: pytest.CaptureFixt
 
 
 @pytest.mark.mariadb
-def test_accounts(server: Server, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+def test_accounts(server: Server, capsys: pytest.CaptureFixture[str]) -> None:
     # an operator: its own kind, and no runner account named
     code, checks = doctor(server.url_for("alice"), capsys)
     assert checks["account"]["status"] == "ok"
@@ -240,3 +241,18 @@ def test_accounts(server: Server, capsys: pytest.CaptureFixture[str]) -> None:  
         with conn.cursor() as cur:
             cur.execute(f"DROP USER IF EXISTS '{name}'@'%'")
         conn.close()
+
+
+def test_a_live_worker_serves(
+    sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real `jobtui worker` (not a hand-made registry row) passes the runners line."""
+    assert main(["--db", sqlite_url, "init"]) == 0
+    w = Worker(sqlite_url, tmp_path, name="dr", threads=1)
+    try:
+        assert wait_for(w.started, 30)
+        code, checks = doctor(sqlite_url, capsys)
+        assert code == 0, checks
+        assert checks["runners"]["detail"].startswith("1 live: ")
+    finally:
+        assert w.terminate() == 0

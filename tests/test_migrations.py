@@ -5,6 +5,8 @@ one is refused by every command. On SQLite and MariaDB."""
 from __future__ import annotations
 
 import pytest
+from accounts import Server
+from conftest import admin_connection
 from sqlalchemy import inspect, select, text
 
 from jobtui.cli import main
@@ -143,3 +145,26 @@ def test_a_failing_migration_leaves_sqlite_as_it_was(
         assert "jobtui_half" not in inspect(engine).get_table_names()
     finally:
         engine.dispose()
+
+
+@pytest.mark.mariadb
+def test_a_runner_account_may_not_migrate(
+    server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A runner of an older schema says an admin must upgrade; the admin can."""
+    conn = admin_connection(server.database)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("DROP TABLE jobtui_migration")
+            cur.execute("UPDATE jobtui_meta SET value = '1' WHERE `key` = 'schema_version'")
+    finally:
+        conn.close()
+    capsys.readouterr()
+    assert main(["--db", server.url_for("run"), "runners"]) == 2
+    err = capsys.readouterr().err
+    assert "schema is version 1 and this jobtui needs version 2" in err
+    assert "an admin runs `jobtui upgrade`" in err
+    assert main(["--db", server.url_for("adm"), "upgrade"]) == 0
+    assert "from version 1: applied migration(s) 2" in capsys.readouterr().out
+    assert stored(server.url)[:2] == (2, [1, 2])
+    assert main(["--db", server.url_for("run"), "runners"]) == 0
