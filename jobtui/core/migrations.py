@@ -68,12 +68,13 @@ class Upgrade:
     applied: tuple[int, ...]
 
     def describe(self) -> str:
-        """``schema version 2, up to date`` or ``schema version 2 (from 1: applied 2)``."""
+        """``schema version 2, up to date`` or ``schema version 2, from version 1:
+        applied migration(s) 2``."""
         if not self.applied:
             return f"schema version {self.version}, up to date"
         was = "a new database" if self.found is None else f"from version {self.found}"
         steps = ", ".join(str(v) for v in self.applied)
-        return f"schema version {self.version} ({was}: applied migration(s) {steps})"
+        return f"schema version {self.version}, {was}: applied migration(s) {steps}"
 
 
 def read_version(conn: Connection) -> int | None:
