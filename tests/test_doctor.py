@@ -237,6 +237,12 @@ def test_accounts(server: Server, capsys: pytest.CaptureFixture[str]) -> None:
         assert checks["account"]["status"] == "fail"
         assert "holds no jobtui role" in checks["account"]["detail"]
         assert checks["runners"]["status"] == "fail"  # may not read them: said, no traceback
+        # privileges on the tables granted directly, without a role: a warning
+        with conn.cursor() as cur:
+            cur.execute(f"GRANT SELECT ON `{server.database}`.* TO '{name}'@'%'")
+        code, checks = doctor(bare, capsys)
+        assert checks["account"]["status"] == "warn", checks["account"]
+        assert "reads the job table (privileges granted directly?)" in checks["account"]["detail"]
     finally:
         with conn.cursor() as cur:
             cur.execute(f"DROP USER IF EXISTS '{name}'@'%'")

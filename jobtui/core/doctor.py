@@ -195,6 +195,16 @@ def _account(store: JobStore) -> Check:
     kinds = health_kinds(rights)
     inactive = [k for k in rights.granted if k not in rights.active]
     if not kinds:
+        direct = _reads_jobs_directly(store)
+        if direct is not None:
+            return Check(
+                "account",
+                WARN,
+                f"{owner} holds no jobtui role on this database, yet {direct} (privileges "
+                "granted directly?)",
+                f"`jobtui grant {owner} --KIND` prints the documented set of grants for "
+                "its kind (docs/privileges.md)",
+            )
         hint = (
             f"an admin runs `jobtui grant {owner} --operator --apply` (or --admin, --runner; "
             "docs/privileges.md)"
@@ -212,6 +222,17 @@ def _account(store: JobStore) -> Check:
             "an admin runs `jobtui grant` again for that kind (it sets the default role)",
         )
     return Check("account", OK, f"{owner}, {who}: {can}")
+
+
+def _reads_jobs_directly(store: JobStore) -> str | None:
+    """What an account without a jobtui role can read of the jobs, or None."""
+    try:
+        tables = store.job_table
+    except JobtuiError:
+        return None
+    if tables is schema.job:
+        return "it reads the job table"
+    return f"it reads its own jobs through {schema.USER_JOB_VIEW}"
 
 
 def _runner_account(store: JobStore, options: Options) -> Check:
