@@ -16,11 +16,12 @@ from conftest import admin_connection
 from procs import Worker, wait_for
 
 from jobtui.cli import main
+from jobtui.core import doctor as doctor_core
 from jobtui.core import migrations, schema
 from jobtui.core.model import What
 from jobtui.core.schedules import make_schedule
 from jobtui.core.store import JobStore, open_store
-from jobtui.core.timeutil import to_db
+from jobtui.core.timeutil import to_db, utcnow
 
 NAMES = [
     "connect",
@@ -262,3 +263,22 @@ def test_a_live_worker_serves(
         assert checks["runners"]["detail"].startswith("1 live: ")
     finally:
         assert w.terminate() == 0
+
+
+@pytest.mark.mariadb
+def test_clock_skew(mariadb_url: str) -> None:
+    """The server's clock against this machine's (an injected clock stands for a skewed
+    machine): within 2 s ok, then warn, from 60 s fail."""
+    s = open_store(mariadb_url)
+    try:
+        for ahead, status in ((0, "ok"), (5, "warn"), (-120, "fail")):
+            checks = doctor_core.run(
+                s, doctor_core.Options(), clock=lambda a=ahead: utcnow() + timedelta(seconds=a)
+            )
+            clock = next(c for c in checks if c.check == "clock")
+            assert clock.status == status, (ahead, clock)
+            if ahead:
+                assert "NTP" in clock.hint
+                assert ("behind" if ahead > 0 else "ahead of") in clock.detail
+    finally:
+        s.close()
