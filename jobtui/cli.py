@@ -29,6 +29,7 @@ from jobtui import (
     cli_alerts,
     cli_completion,
     cli_config,
+    cli_doctor,
     cli_events,
     cli_metrics,
     cli_serve,
@@ -182,6 +183,8 @@ def _retention_options(parser: argparse.ArgumentParser) -> None:
 
 VERBS = (
     "init",
+    "upgrade",
+    "doctor",
     "submit",
     "change",
     "remove",
@@ -322,7 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
         cli_config.add_profile_option(p, top=False)
         return p
 
-    verb("init", "create or upgrade the tables")
+    verb("init", "create or upgrade the tables (applies the schema migrations)")
+    verb("upgrade", "the same as init: apply the schema migrations this jobtui brings")
 
     p = verb("submit", "define a new job")
     p.add_argument("name", metavar="NAME")
@@ -554,6 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_alerts.add_verb(verb, lambda p: _db_option(p, top=False))
     cli_completion.add_verb(verb)
     cli_config.add_verb(verb)
+    cli_doctor.add_verb(verb, _seconds)
 
     p = verb("run", "run one job's schedule in the foreground until it ends")
     p.description = (
@@ -741,7 +746,7 @@ def _print_json(value: Any) -> None:
 def cmd_init(args: argparse.Namespace) -> int:
     from jobtui.core.schema import SCHEMA_VERSION, USER_JOB_VIEW
 
-    with _store(args) as store:
+    with _store(args) as store:  # opening applies the migrations (jobtui.core.migrations)
         store.ping()
         if not store.sees_all:
             _print(
@@ -750,7 +755,8 @@ def cmd_init(args: argparse.Namespace) -> int:
                 "runs `jobtui init`)"
             )
             return EXIT_OK
-        _print(f"initialised {store.masked_url} (schema version {SCHEMA_VERSION})")
+        done = store.upgraded.describe() if store.upgraded else f"schema version {SCHEMA_VERSION}"
+        _print(f"initialised {store.masked_url} ({done})")
     return EXIT_OK
 
 
@@ -1604,6 +1610,7 @@ def cmd_alerts(args: argparse.Namespace) -> int:
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "alerts": cmd_alerts,
     "init": cmd_init,
+    "upgrade": cmd_init,
     "submit": cmd_submit,
     "change": cmd_change,
     "remove": cmd_remove,
@@ -1625,4 +1632,5 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "events": cli_events.cmd_events,
     "completion": lambda args: cli_completion.cmd_completion(args, PROG),
     "profiles": cli_config.cmd_profiles,
+    "doctor": lambda args: cli_doctor.cmd_doctor(args, _print),
 }

@@ -25,7 +25,7 @@ from demo_db import make_demo
 from sqlalchemy import Column, MetaData, Table, insert, inspect, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from jobtui.core import schema
+from jobtui.core import migrations, schema
 from jobtui.core.errors import (
     DatabaseUnavailable,
     InvalidInput,
@@ -941,7 +941,7 @@ def _old_table(table: Table, meta: MetaData, keep: set[str]) -> Table:
 
 
 def test_upgrade_adds_missing_columns(db_url: str) -> None:
-    """ensure_schema on tables from an older version adds what they lack; rows survive."""
+    """The baseline migration on tables from an older version adds what they lack; rows survive."""
     old = MetaData()
     runner_cols = {c.name for c in schema.runner.columns} - {"stopping"}
     _old_table(schema.runner, old, runner_cols)
@@ -995,7 +995,7 @@ def test_upgrade_adds_missing_columns(db_url: str) -> None:
 def test_sqlite_job_table_from_before_autoincrement_is_rebuilt(sqlite_url: str) -> None:
     """A job table made without AUTOINCREMENT reused the newest removed job's id.
 
-    ensure_schema moves its rows to a rebuilt table: same ids and values, same
+    The baseline migration moves its rows to a rebuilt table: same ids and values, same
     indexes, and new ids above every id the run log has seen.
     """
     old = MetaData()
@@ -1031,8 +1031,8 @@ def test_sqlite_job_table_from_before_autoincrement_is_rebuilt(sqlite_url: str) 
             assert conn.exec_driver_sql("SELECT MAX(id) FROM jobtui_job").scalar() == 2
             conn.rollback()
 
-        schema.ensure_schema(store.engine)
-        schema.ensure_schema(store.engine)  # once only
+        migrations.upgrade(store.engine)
+        migrations.upgrade(store.engine)  # once only
 
         with store.engine.connect() as conn:
             made = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE name = 'jobtui_job'")
@@ -1546,7 +1546,9 @@ def test_tables_are_utf8mb4_on_a_latin1_database(clock: FakeClock) -> None:
                 )
             ).all()
             conn.rollback()
-        assert sorted(t[0] for t in tables) == sorted(schema.metadata.tables)
+        assert sorted(t[0] for t in tables) == sorted(
+            [*schema.metadata.tables, *schema.history_metadata.tables]
+        )
         assert {(t[1], t[2]) for t in tables} == {("InnoDB", "utf8mb4_bin")}
     finally:
         s.close()

@@ -55,6 +55,21 @@ class PermissionDenied(JobtuiError):
     """
 
 
+class SchemaTooNew(JobtuiError):
+    """The database's tables are of a newer schema version than this jobtui knows:
+    refused by every command that opens the store (exit 2), so that an older jobtui
+    never writes rows a newer one would misread."""
+
+    def __init__(self, found: int, known: int) -> None:
+        self.found = found
+        self.known = known
+        super().__init__(
+            f"the database's schema is version {found}, newer than this jobtui's "
+            f"(schema version {known}): upgrade jobtui (a release that knows schema "
+            f"version {found}) to use this database"
+        )
+
+
 class RunAborted(Exception):
     """A run was stopped on request (operator abort, runner shutdown): no JobtuiError,
     since no command ends with it."""

@@ -11,6 +11,8 @@ owner's rights. docs/privileges.md.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from jobtui.core import schema
 
 SQL_OWNER_POLICIES = ("admin", "any")  # accepted, without effect (see above)
@@ -29,6 +31,18 @@ def split_account(account: str) -> tuple[str, str]:
 
 
 # ---------------------------------------------------------------------- grants
+
+
+@dataclass(frozen=True)
+class Rights:
+    """The jobtui kinds an account holds (``jobtui doctor``): through its roles, granted
+    and active (its default role), or as a superuser (ALL PRIVILEGES ON *.*)."""
+
+    granted: tuple[str, ...]
+    active: tuple[str, ...]
+    superuser: bool
+    exists: bool = True  # False: the server knows no such account
+
 
 KINDS = ("operator", "admin", "runner")
 _USER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-$")

@@ -1,9 +1,10 @@
 """The tables, defined once with SQLAlchemy Core for SQLite and MySQL/MariaDB.
 
-``ensure_schema`` creates them and adds columns a newer version defines, so it
-is safe to run on every start (``jobtui init`` runs it explicitly). On
-MySQL/MariaDB it also creates the operators' views (``jobtui_user_job``,
-``jobtui_user_run``) when the connecting account may. docs/architecture.md
+``jobtui.core.migrations`` creates them, adds columns a newer version defines and
+applies the numbered migrations, so it is safe to run on every start (``jobtui
+init`` runs it explicitly). On MySQL/MariaDB the backend then creates the
+operators' views (``jobtui_user_job``, ``jobtui_user_run``) when the connecting
+account may. docs/architecture.md
 describes every column, docs/privileges.md the views and roles.
 """
 
@@ -40,7 +41,10 @@ from sqlalchemy.schema import CreateColumn
 
 from jobtui.core.dberrors import PERMISSION_ERRORS, error_code
 
-SCHEMA_VERSION = 1
+# The version of the tables this code defines: the last of jobtui.core.migrations, stored
+# in jobtui_meta under VERSION_KEY. A database of a newer version is refused.
+SCHEMA_VERSION = 2
+VERSION_KEY = "schema_version"
 
 
 class _SQLiteTimestamp(sqlite.DATETIME):
@@ -200,6 +204,19 @@ meta = Table(
     metadata,
     Column("key", String(64), primary_key=True),
     Column("value", String(255), nullable=False),
+    **MYSQL_TABLE_OPTIONS,
+)
+
+
+# The migrations applied (jobtui.core.migrations), one row each. Not in ``metadata``:
+# migration 2 makes it, so a database of version 1 has none.
+history_metadata = MetaData()
+migration_log = Table(
+    "jobtui_migration",
+    history_metadata,
+    Column("version", Integer, primary_key=True, autoincrement=False),
+    Column("title", String(200), nullable=False),
+    Column("applied", Timestamp),  # NULL: applied before jobtui kept this history
     **MYSQL_TABLE_OPTIONS,
 )
 
@@ -462,25 +479,6 @@ def views_digest() -> str:
     return hashlib.sha1(body.encode()).hexdigest()[:16]
 
 
-def ensure_schema(engine: Engine) -> None:
-    """Create missing tables and add missing columns (idempotent).
-
-    On SQLite in one BEGIN IMMEDIATE transaction: processes that open a new
-    (or older) file at once wait for each other's DDL instead of failing with
-    "database is locked" when their read transactions try to become writes.
-    """
-    from jobtui.core.backends import backend_for  # (the backends read this module)
-
-    backend = backend_for(engine)
-    with engine.connect() as conn, backend.begin(conn):
-        metadata.create_all(conn, checkfirst=True)
-        _add_missing_columns(conn)
-        _add_missing_indexes(conn)
-        backend.finish_schema(conn)
-        _set_version(conn)
-    backend.after_schema()
-
-
 def ensure_lock_key(engine: Engine) -> bool:
     """Create the random key of the named-lock names once; False if this account may not.
 
@@ -598,7 +596,7 @@ def put_meta(conn: Connection, key: str, value: str) -> None:
     conn.execute(meta.insert().values(key=key, value=value))
 
 
-def _add_missing_columns(conn: Connection) -> None:
+def add_missing_columns(conn: Connection) -> None:
     insp = inspect(conn)
     for table in metadata.sorted_tables:
         have = {c["name"] for c in insp.get_columns(table.name)}
@@ -609,7 +607,7 @@ def _add_missing_columns(conn: Connection) -> None:
             conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {ddl}"))
 
 
-def _add_missing_indexes(conn: Connection) -> None:
+def add_missing_indexes(conn: Connection) -> None:
     """Indexes a newer version defines on a table that already exists (create_all
     makes a table's indexes only with the table)."""
     insp = inspect(conn)
@@ -680,13 +678,3 @@ def sqlite_job_ids_never_reused(conn: Connection) -> None:
     conn.exec_driver_sql(
         "INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", (job.name, highest)
     )
-
-
-def _set_version(conn: Connection) -> None:
-    found = conn.execute(meta.select().where(meta.c.key == "schema_version")).first()
-    if found is None:
-        conn.execute(meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
-    elif int(found.value) < SCHEMA_VERSION:
-        conn.execute(
-            meta.update().where(meta.c.key == "schema_version").values(value=str(SCHEMA_VERSION))
-        )

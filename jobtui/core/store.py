@@ -35,6 +35,7 @@ from jobtui.core import (
     claims,
     defining,
     expressions,
+    migrations,
     routines,
     schema,
     steering,
@@ -54,8 +55,10 @@ from jobtui.core.errors import (
     DatabaseUnavailable,
     InvalidInput,
     JobNotFound,
+    JobtuiError,
     PermissionDenied,
     ReadOnlyError,
+    SchemaTooNew,
 )
 from jobtui.core.jobdefs import DEFAULT_MAX_FAILURES, UNSET, removal_pending
 from jobtui.core.model import (
@@ -110,6 +113,14 @@ def open_store(
     url = resolve_url(db)
     engine = make_engine(url, pool_size=pool_size)
     store = JobStore(engine, clock=clock, read_only=read_only, url=url)
+    if not init or read_only:
+        try:
+            store.schema_version()  # a newer schema is refused by every command
+        except SchemaTooNew:
+            store.close()
+            raise
+        except JobtuiError:
+            pass  # unreachable or unreadable: the command's own queries say so
     if init and not read_only:
         try:
             if store.sees_all:  # an operator account may not create or upgrade anything
@@ -159,6 +170,7 @@ class JobStore:
         self._tables_lock = threading.Lock()
         self._poller = self.backend.poller()  # see poll()
         self._schema_name: str | None = None
+        self.upgraded: migrations.Upgrade | None = None  # what init() found and applied
 
     # ------------------------------------------------------------------ basics
 
@@ -171,14 +183,23 @@ class JobStore:
         self.engine.dispose()
 
     @db_errors
-    def init(self) -> None:
-        """Create or upgrade the tables (idempotent); an operator account only checks its views."""
+    def init(self) -> migrations.Upgrade | None:
+        """Create or upgrade the tables (idempotent; refuses a schema newer than this code);
+        an operator account only checks the version and its views (None)."""
         self.check_writable()
         if not self.sees_all:
+            migrations.check_version(self.engine)
             with self.read() as conn:
                 conn.execute(select(self.job_table.c.id).limit(1)).all()
-            return
-        schema.ensure_schema(self.engine)
+            return None
+        self.upgraded = migrations.upgrade(self.engine)
+        return self.upgraded
+
+    @db_errors
+    def schema_version(self) -> int | None:
+        """The database's schema version (None: no tables yet, or not readable); refuses
+        (SchemaTooNew) a version newer than this code's."""
+        return migrations.check_version(self.engine)
 
     # ------------------------------------------------------------------ whose jobs
 

@@ -23,6 +23,7 @@ from jobtui.core.db import make_engine
 if TYPE_CHECKING:
     from jobtui.core import routines
     from jobtui.core.model import Job, What
+    from jobtui.core.privileges import Rights
 
 
 T = TypeVar("T")
@@ -166,12 +167,12 @@ class Backend(ABC):
         raise NotImplementedError
 
     def finish_schema(self, conn: Connection) -> None:
-        """Inside ``schema.ensure_schema``'s transaction, after the tables and columns:
-        what this database's tables need besides (may do nothing)."""
+        """Inside the baseline migration's transaction (``migrations``), after the tables
+        and columns: what this database's tables need besides (may do nothing)."""
         return None  # a default: nothing to do
 
     def after_schema(self) -> None:
-        """After ``schema.ensure_schema``'s transaction: what lives beside the tables
+        """After ``migrations.upgrade``'s transactions: what lives beside the tables
         (keys, views; may do nothing)."""
         return None  # a default: nothing to do
 
@@ -187,6 +188,16 @@ class Backend(ABC):
     def run_rights_problem(self, conn: Connection) -> str | None:
         """Why this account cannot run jobs here (None when it can, or when the database
         has no accounts): a pool it hosts would fail every run."""
+        return None
+
+    def server_time(self, conn: Connection) -> datetime | None:
+        """The database server's clock (UTC, naive), or None where the database runs on
+        this machine's clock (SQLite): ``jobtui doctor`` measures the skew."""
+        return None
+
+    def account_rights(self, conn: Connection, account: str | None) -> Rights | None:
+        """The jobtui roles of ``account`` (None: the session's own), or None where the
+        database has no accounts or this session may not read them."""
         return None
 
     def read_procedure_texts(

@@ -17,7 +17,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from jobtui.core import actions, db, routines, schema, sqlapi
 from jobtui.core.argtypes import check_arg
 from jobtui.core.backends import mysql_batch as sql
-from jobtui.core.backends import mysql_events
+from jobtui.core.backends import mysql_events, mysql_rights
 from jobtui.core.backends.base import Backend, FinishRow, PlanClaim, RunOutcome
 from jobtui.core.db import reset_mysql_session
 from jobtui.core.dberrors import LOCK_WAIT_TIMEOUT, NO_SUCH_TABLE, PERMISSION_ERRORS, error_code
@@ -28,6 +28,7 @@ from jobtui.core.timeutil import aware
 
 if TYPE_CHECKING:
     from jobtui.core.model import Job, What
+    from jobtui.core.privileges import Rights
 
 
 T = TypeVar("T")
@@ -291,6 +292,17 @@ class MySQLBackend(Backend):
         self, conn: Connection, names: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], str | None]:
         return mysql_events.read_procedure_texts(conn, names)
+
+    def server_time(self, conn: Connection) -> datetime | None:
+        found: datetime = conn.execute(text("SELECT UTC_TIMESTAMP(6)")).scalar_one()
+        conn.rollback()
+        return found
+
+    def account_rights(self, conn: Connection, account: str | None) -> Rights | None:
+        database = _database(conn)
+        if account is None:
+            return mysql_rights.current_rights(conn, database)
+        return mysql_rights.account_rights(conn, account, database)
 
     def event_scheduler(self, conn: Connection) -> tuple[str, str]:
         return mysql_events.scheduler_state(conn)
