@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from procs import Worker, jobtui_command, wait_for
+from procs import Console, Worker, jobtui_command, wait_for
 from sqlalchemy import select
 
 from jobtui.core import alerts, schema
@@ -154,6 +154,35 @@ def test_alert_fires_once_per_event_with_two_workers(
         senders = {r.claimed_by for r in rows}
         assert senders <= {w.runner_id() for w in workers}
         assert all(r.attempts == 1 for r in rows)
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_a_console_hosting_runners_sends_alerts_once(
+    sqlite_url: str, tmp_path: Path, hook: Hook
+) -> None:
+    """``jobtui console --runners N`` sends its runs' alerts as a worker does: each
+    event once, from the console's own pool."""
+    store = open_store(sqlite_url)
+    try:
+        store.submit(
+            "bad", What("sql", FAILING_SQL), make_schedule("every", every="1"), max_failures=2
+        )
+        store.set_alert("bad", [hook.url])
+        console = Console(["--db", sqlite_url, "console", "--runners", "2"], tmp_path)
+        try:
+            console.wait_for_screen("bad")
+            assert wait_for(lambda: store.get("bad").broken, 30), console.screen()
+            # 2 failed runs and the BROKEN event, each sent once
+            assert wait_for(lambda: len(hook.keys()) >= 3, 20), (outbox(store), console.screen())
+            time.sleep(2.5)  # two more passes: nothing sent again
+        finally:
+            console.cleanup()
+        rows = outbox(store)
+        assert Counter(hook.keys()) == Counter(r.event_key for r in rows)
+        assert len(rows) == 3 and all(r.sent is not None and r.attempts == 1 for r in rows)
+        assert len({r.claimed_by for r in rows}) == 1
     finally:
         store.close()
 

@@ -169,6 +169,8 @@ class JobtuiApp(EventCommands, App[None]):
         self.db_error: str | None = None
         self.runners_seen: list[RunnerInfo] = []
         self.pool: Any = None  # jobtui.core.runner.RunnerPool, imported when first hosted
+        # jobtui.core.alerting.AlertDispatcher: the hosted runners send alerts as a worker does
+        self.alerter: Any = None
         self.metrics = metrics  # jobtui.core.metrics.Metrics (--metrics-port): observes the pool
         self._refreshing = False
         self._quitting = False
@@ -615,6 +617,10 @@ class JobtuiApp(EventCommands, App[None]):
             if self.metrics is not None:
                 self.metrics.watch(self.pool)
             self.pool.start()
+            from jobtui.core.alerting import AlertDispatcher
+
+            self.alerter = AlertDispatcher(self.store, self.pool.runner_id)
+            self.alerter.start()
         except (ImportError, JobtuiError) as exc:
             self.post_message(RunnersChanged(False, str(exc)))
             return
@@ -625,6 +631,7 @@ class JobtuiApp(EventCommands, App[None]):
         """Stop the hosted pool (in a thread: it may wait for runs in flight)."""
         error = None
         try:
+            self._stop_alerts()
             if self.pool is not None:
                 self.pool.stop(grace=grace, abort=abort)
         except JobtuiError as exc:
@@ -633,6 +640,12 @@ class JobtuiApp(EventCommands, App[None]):
             self.call_from_thread(self.exit)
             return
         self.post_message(RunnersChanged(False, error))
+
+    def _stop_alerts(self) -> None:
+        """Stop sending alerts (a claimed event not sent yet expires; a worker sends it)."""
+        if self.alerter is not None:
+            self.alerter.stop()
+            self.alerter = None
 
     def on_runners_changed(self, message: RunnersChanged) -> None:
         if message.error:
@@ -672,6 +685,7 @@ class JobtuiApp(EventCommands, App[None]):
                 self.post_message(RunsStillInFlight(in_flight))
                 return
             time.sleep(0.02)
+        self._stop_alerts()
         try:  # (a run claimed in this very instant is aborted, as on any stop)
             self.pool.stop(grace=0.0, abort=True)
         except JobtuiError as exc:
