@@ -1082,7 +1082,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     with _store(args) as store:
         job = store.get(args.name, owner=args.owner)
         upcoming = store.preview(job, UPCOMING)
-        alert = store.alert_of(job.name, owner=job.owner)
+        alert = store.alert_of(args.name, owner=args.owner)  # (a bad row shows another name)
     if args.json:
         data = job_dict(job)
         data["upcoming"] = [iso(t) for t in upcoming]

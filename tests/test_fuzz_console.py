@@ -117,6 +117,9 @@ VALID: dict[str, st.SearchStrategy[str]] = {
     "finish": st.sampled_from(["", "2031-01-01"]),
     "description": st.sampled_from(["", "made in the form"]),
     "max-failures": st.sampled_from(["16", "1", " 3 "]),
+    # empty: the database's default; the field's own rules are the CLI's by construction
+    # (both call alerts.parse) and are tested in tests/test_console.py and test_alerts.py
+    "alert": st.just(""),
 }
 HOSTILE: dict[str, st.SearchStrategy[str]] = {
     "name": nasty_text(),
@@ -136,6 +139,7 @@ HOSTILE: dict[str, st.SearchStrategy[str]] = {
     "finish": WHEN,
     "description": st.one_of(nasty_text(100), st.just("d" * 2001)),
     "max-failures": NUMBER,
+    "alert": st.just(""),  # (see VALID)
 }
 
 
@@ -183,7 +187,8 @@ def form_save(url: str, case: Case, change: str | None = None) -> str | None:
     """
     store = open_store(url)
     fields = dict(case.fields, name=change) if change else case.fields
-    app: Any = SimpleNamespace(store=store)  # the app's save methods use only its store
+    app: Any = SimpleNamespace(store=store)  # the app's save methods use its store,
+    app._set_alert = lambda job, form: JobtuiApp._set_alert(app, job, form)  # and this
     try:
         form = read_form(fields, what_kind=case.what_kind, schedule_kind=case.schedule_kind)
         # EditScreen.check: what only the database can say
