@@ -220,8 +220,22 @@ class Proc:
             return math.nan
 
 
-def mariadb_process() -> Proc | None:
-    """The local mariadbd/mysqld process, or None when it is not on this host."""
+def mariadb_process(conn: Any = None) -> Proc | None:
+    """The local mariadbd/mysqld process, or None when it is not on this host.
+
+    With ``conn`` (a PyMySQL connection), the server that connection talks to: its
+    ``@@pid_file`` names its process, so a benchmark run while other servers run on
+    this host (a Galera cluster's nodes, a second instance) meters the right one.
+    Without it, or when the pid file is not readable here, the first found."""
+    if conn is not None:
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT @@pid_file")
+                pid = int(Path(str(cur.fetchone()[0])).read_text().split()[0])
+            if (Path("/proc") / str(pid) / "comm").read_text().strip() in ("mariadbd", "mysqld"):
+                return Proc(pid)
+        except (OSError, ValueError, IndexError, TypeError):
+            pass  # not on this host, or not readable: the first found
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue

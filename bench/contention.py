@@ -5,7 +5,7 @@ slots, not counted: the jobs' first runs), run by ``--pools`` runner pools in th
 process (``--threads`` each). Each pool's claims are counted as they are asked
 for: the job ids tried, those declined (taken by the other pool first, or not
 due any more), and the runs. Without sharing every pool tries every due job
-and the lock decides; with sharing (jobtui.core.sharing) each tries its own
+and the lock decides; with sharing (jobtui.core.runner.sharing) each tries its own
 share, so declined claims should be about none.
 
     python bench/contention.py --jobs 200 --seconds 10 --pools 2
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import jobtui
     from jobtui.core.model import What
-    from jobtui.core.runner import RunnerPool
+    from jobtui.core.runner.pool import RunnerPool
     from jobtui.core.schedules import make_schedule
     from jobtui.core.store import open_store
 

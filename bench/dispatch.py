@@ -157,9 +157,9 @@ def submit_jobtui_jobs(url: str, jobs: int, start: datetime, seconds: int) -> No
 # leases certified at commit, no GET_LOCK), to measure which of the two is cheaper.
 LEASES_SHIM = """
 import sys
-import jobtui.core.backends as b
+import jobtui.core.backends.registry as b
 import jobtui.core.store as st
-from jobtui.core.backends.galera import GaleraBackend
+from jobtui.core.backends.mysql.galera import GaleraBackend
 plain = b.backend_for
 def leases(engine):
     found = plain(engine)
@@ -771,7 +771,7 @@ def _measure(
 ) -> None:
     """From the first slot until every firing is in (or the drain time is over).
     ``servers``: the server processes to meter (a cluster's nodes), else the local one."""
-    server = c.mariadb_process() if servers is None else None
+    server = c.mariadb_process(conn) if servers is None else None
     client_meter = c.CpuMeter(client)
     server_meter = c.CpuMeter(servers if servers is not None else [server] if server else [])
     conn_meter = c.ConnectionCpuMeter(conn, c.BENCH_DB, server)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from sqlalchemy import create_engine, text
 
-from jobtui.core import routines
+from jobtui.core.backends.mysql import routines
 from jobtui.core.model import What
 from jobtui.core.schedules import make_schedule
 from jobtui.core.store import open_store

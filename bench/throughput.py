@@ -116,7 +116,7 @@ def measure_processes(
         wait_registered(conn, procs)
         time.sleep(args.warmup)
         meter = c.CpuMeter([_ps(p.pid) for p in procs])
-        server_proc = c.mariadb_process()
+        server_proc = c.mariadb_process(conn)
         server_meter = c.CpuMeter([server_proc] if server_proc else [])
         status0 = c.global_status(conn)
         outcomes0 = outcome_counts(conn)
@@ -219,7 +219,7 @@ class WireCounter:
 
 def profile_in_process(url: str, args: argparse.Namespace) -> dict[str, Any]:
     """Run a RunnerPool here, counting every command it sends to the server."""
-    from jobtui.core.runner import RunnerPool
+    from jobtui.core.runner.pool import RunnerPool
     from jobtui.core.store import open_store
 
     wire = WireCounter()

@@ -8,85 +8,27 @@ Override the server with ``JOBTUI_TEST_MYSQL`` (a URL without database).
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings as hypothesis_settings
+from support.mariadb import IN_CI, MYSQL_SERVER, admin_connection, require_mysql
 
-from jobtui.core.db import make_engine
-from jobtui.core.runner import RunnerPool
+from jobtui.core import accounts
+from jobtui.core.backends.registry import make_engine
+from jobtui.core.runner.pool import RunnerPool
 from jobtui.core.store import JobStore, open_store
 
-# tests/accounts.py: the `server` fixture of real operator, admin and runner accounts.
-# tests/galera_cluster.py: the `galera_cluster` (3 loopback nodes) and `galera_db` fixtures.
-pytest_plugins = ["accounts", "galera_cluster"]
-
-MYSQL_SERVER = os.environ.get("JOBTUI_TEST_MYSQL", "mysql+pymysql://root@127.0.0.1:3306")
-IN_CI = bool(os.environ.get("CI"))
+# support/accounts.py: the `server` fixture of real operator, admin and runner accounts.
+# support/galera_cluster.py: the `galera_cluster` (3 loopback nodes) and `galera_db` fixtures.
+pytest_plugins = ["support.accounts", "support.galera_cluster"]
 
 # CI replays the same examples on every run (a landing must not depend on luck);
 # developers' runs keep exploring new ones.
 hypothesis_settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if IN_CI:
     hypothesis_settings.load_profile("ci")
-
-
-def _mysql_reachable() -> str | None:
-    """None when reachable, else the reason."""
-    import pymysql
-
-    from jobtui.core.db import parse_url
-
-    url = parse_url(MYSQL_SERVER + "/test")
-    try:
-        conn = pymysql.connect(
-            host=url.host or "127.0.0.1",
-            port=url.port or 3306,
-            user=url.username or "root",
-            password=url.password or "",
-            connect_timeout=3,
-        )
-    except Exception as exc:  # any failure means "not reachable"
-        return f"MariaDB not reachable at {url.host}:{url.port}: {exc}"
-    conn.close()
-    return None
-
-
-_reason: str | bool | None = False
-
-
-def mysql_unreachable_reason() -> str | None:
-    global _reason
-    if _reason is False:
-        _reason = _mysql_reachable()
-    return _reason  # type: ignore[return-value]
-
-
-def require_mysql() -> None:
-    reason = mysql_unreachable_reason()
-    if reason:
-        if IN_CI:
-            pytest.fail(f"CI is set, so MariaDB tests must run: {reason}")
-        pytest.skip(reason)
-
-
-def admin_connection(database: str | None = None):  # type: ignore[no-untyped-def]
-    """A raw PyMySQL connection as the test server's admin (autocommit)."""
-    import pymysql
-
-    from jobtui.core.db import parse_url
-
-    url = parse_url(MYSQL_SERVER + "/test")
-    return pymysql.connect(
-        host=url.host or "127.0.0.1",
-        port=url.port or 3306,
-        user=url.username or "root",
-        password=url.password or "",
-        database=database,
-        autocommit=True,
-    )
 
 
 @pytest.fixture(autouse=True)
@@ -103,7 +45,7 @@ def _own_state_home(tmp_path_factory, monkeypatch) -> None:  # type: ignore[no-u
 @pytest.fixture(autouse=True)
 def _no_demo_actions_left() -> Iterator[None]:
     """Each test starts in a process that knows no demo action: a test that opened a demo
-    database (tests/demo_db.py) must not lend them to the next one."""
+    database (tests/support/demo_db.py) must not lend them to the next one."""
     from jobtui.core import actions
     from jobtui.core.builtin_actions import DEMO_ACTIONS
 
@@ -132,6 +74,11 @@ def mariadb_url() -> Iterator[str]:
         conn = admin_connection()
         with conn.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+            # The roles belong to this database only (`jobtui grant` makes them): left behind,
+            # hundreds of them slowed every privilege check of the server that CI reuses.
+            for role in [accounts.role_name(k, name) for k in accounts.KINDS]:
+                cur.execute(f"DROP ROLE IF EXISTS `{role}`")
+            cur.execute(f"DROP ROLE IF EXISTS `{accounts.executor_role(name)}`")
         conn.close()
 
 
@@ -144,7 +91,7 @@ def mariadb_url() -> Iterator[str]:
 )
 def db_url(request) -> str:  # type: ignore[no-untyped-def]
     """Parametrized over the backends: the store contract runs on each (galera: node 1
-    of the test cluster, tests/galera_cluster.py)."""
+    of the test cluster, tests/support/galera_cluster.py)."""
     if request.param == "sqlite":
         return request.getfixturevalue("sqlite_url")  # type: ignore[no-any-return]
     if request.param == "galera":

@@ -1,18 +1,17 @@
 """The operator console application and the one factory the command line uses.
 
 The app owns the store, the refresh loop and (optionally) a hosted runner
-pool. Every database call runs in a thread worker and reports back by a typed
-message (``jobtui.console.messages``). Data flows one way: the refresh worker
-reads rows and makes their cells as plain data, one ``JobsRefreshed`` brings
-them to the app, the table applies them, and the app passes the rows down to
-the screen on top (``JobsUpdated``). Screens stay thin and never import the
-app: they ask for changes through the ``Console`` protocol it implements
-(``jobtui.console.protocol``).
+pool (``jobtui.console.hosting``). Every database call runs in a thread worker
+and reports back by a typed message (``jobtui.console.messages``). Data flows
+one way: the refresh worker reads rows and makes their cells as plain data, one
+``JobsRefreshed`` brings them to the app, the table applies them, and the app
+passes the rows down to the screen on top (``JobsUpdated``). Screens stay thin
+and never import the app: they ask for changes through the ``Console`` protocol
+it implements (``jobtui.console.protocol``).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import partial
@@ -34,6 +33,7 @@ from jobtui.console import formatting as fmt
 from jobtui.console import state
 from jobtui.console.bulk import BULK_ROWS, freeze_when_resumed, gc_paused, thaw
 from jobtui.console.event_commands import EventCommands
+from jobtui.console.hosting import RunnerHosting
 from jobtui.console.messages import (
     ActionFailed,
     ClockTicked,
@@ -42,11 +42,9 @@ from jobtui.console.messages import (
     JobRemoved,
     JobsRefreshed,
     JobsUpdated,
-    RunnersChanged,
-    RunsStillInFlight,
 )
 from jobtui.console.refresh import RefreshPlan
-from jobtui.console.screens.confirm import ConfirmScreen, QuitScreen
+from jobtui.console.screens.confirm import ConfirmScreen
 from jobtui.console.screens.details import DetailsScreen
 from jobtui.console.screens.edit import EditScreen, JobForm
 from jobtui.console.screens.help import HelpScreen
@@ -55,19 +53,15 @@ from jobtui.console.screens.runlog import RunLogScreen
 from jobtui.console.widgets.job_cells import Shown, prepare
 from jobtui.core import alerts
 from jobtui.core.errors import DatabaseUnavailable, JobtuiError
+from jobtui.core.jobdefs import JobChange, JobSpec
 from jobtui.core.model import Intent, Job, Status
+from jobtui.core.runner.config import DEFAULTS as POOL_DEFAULTS
 from jobtui.core.store import JobStore, RunnerInfo
 
 if TYPE_CHECKING:
     from jobtui.core.metrics import Metrics
 
-DEFAULT_RUNNER_THREADS = 2
-HEARTBEAT_TIMEOUT = 15.0
-WAIT_FOR_RUNS = 24 * 3600.0
-# Quitting with hosted runs in flight: how long to wait for them to end before asking.
-# Most runs take milliseconds, and a run claimed ahead of its slot starts within the
-# pool's lead (a quarter of a second): asking about those would be noise.
-QUIT_GRACE = 3.0
+HEARTBEAT_TIMEOUT = POOL_DEFAULTS.heartbeat_timeout  # a runner silent this long is dead
 CSS_FILES = ("app.tcss", "screens.tcss")
 
 
@@ -133,7 +127,7 @@ STEER: dict[str, Callable[[JobStore, Job], Job]] = {
 }
 
 
-class JobtuiApp(EventCommands, App[None]):
+class JobtuiApp(EventCommands, RunnerHosting, App[None]):
     """The jobtui operator console (screens reach it as ``jobtui.console.protocol.Console``)."""
 
     TITLE = "jobtui"
@@ -168,12 +162,8 @@ class JobtuiApp(EventCommands, App[None]):
         self.connected = True
         self.db_error: str | None = None
         self.runners_seen: list[RunnerInfo] = []
-        self.pool: Any = None  # jobtui.core.runner.RunnerPool, imported when first hosted
-        # jobtui.core.alerting.AlertDispatcher: the hosted runners send alerts as a worker does
-        self.alerter: Any = None
         self.metrics = metrics  # jobtui.core.metrics.Metrics (--metrics-port): observes the pool
         self._refreshing = False
-        self._quitting = False
         self._last_good: str | None = None
         self._loaded = False  # the first full load is applied (see jobtui.console.bulk)
         # the server's @@event_scheduler (ON, OFF, DISABLED) as last read; None: no events here
@@ -203,11 +193,7 @@ class JobtuiApp(EventCommands, App[None]):
         self.sub_title = self.store.masked_url
         self.tick()
         self.set_interval(self.refresh_interval, self.tick)
-        if self.runner_threads > 0:
-            if self.read_only_console:
-                self.notify("read-only console: runners are not hosted", severity="warning")
-            else:
-                self.start_runners(self.runner_threads)
+        self.host_runners_at_start()
 
     def on_mount(self) -> None:
         """The profile's theme, else the one chosen last time (jobtui.console.state); then
@@ -248,13 +234,14 @@ class JobtuiApp(EventCommands, App[None]):
         if main is None:
             return
         now = self.store.now()
-        hosted_id = self.pool.runner_id if self.pool is not None and self.pool.running else None
+        pool = self.hosted_pool()
+        hosted_id = pool.runner_id if pool is not None else None
         elsewhere = sum(
             1
             for r in self.runners_seen
             if r.id != hosted_id and r.alive(now, HEARTBEAT_TIMEOUT) and not r.stopping
         )
-        hosted = self.pool.threads if hosted_id is not None else 0
+        hosted = pool.threads if pool is not None else 0
         try:
             status = main.query_one("#status")
         except NoMatches:  # the screen is being taken down (the app is exiting)
@@ -447,11 +434,13 @@ class JobtuiApp(EventCommands, App[None]):
 
     def _submit(self, form: JobForm) -> Job:
         job = self.store.submit(
-            form.name,
-            form.what,
-            form.schedule,
-            description=form.description,
-            max_failures=form.max_failures,
+            JobSpec(
+                form.name,
+                form.what,
+                form.schedule,
+                description=form.description,
+                max_failures=form.max_failures,
+            )
         )
         return self._set_alert(job, form) if form.alert else job  # empty: the default
 
@@ -462,21 +451,13 @@ class JobtuiApp(EventCommands, App[None]):
         return self.store.set_alert(job.name, alerts.from_text(form.alert), owner=job.owner)
 
     def _change(self, job: Job, form: JobForm) -> Job:
-        s = form.schedule
-        changed = self.store.change(
-            job.name,
-            owner=job.owner,
+        change = JobChange.replacing(
+            form.schedule,
             what=form.what,
-            kind=s.kind,
-            every=s.every if s.kind == "every" else None,
-            cron=s.cron if s.kind == "cron" else None,
-            expr=s.expr if s.kind == "expr" else None,
-            tz=s.tz,
-            start=s.start,
-            finish=s.finish,
             description=form.description,
             max_failures=form.max_failures,
         )
+        changed = self.store.change(job.name, change, owner=job.owner)
         return self._set_alert(changed, form)
 
     @work(thread=True, group="actions", exit_on_error=False)
@@ -594,121 +575,6 @@ class JobtuiApp(EventCommands, App[None]):
         for command in super().get_system_commands(screen):
             if command.title.lower() not in ours:
                 yield command
-
-    # ------------------------------------------------------------------ hosted runners
-
-    def action_toggle_runners(self) -> None:
-        """Start or stop the runner pool hosted in this console."""
-        if self.pool is not None and self.pool.running:
-            in_flight = self.pool.in_flight()
-            note = f"; {len(in_flight)} run(s) in flight get 10 s to finish" if in_flight else ""
-            self.notify(f"stopping the hosted runners{note}", timeout=3)
-            self.stop_runners(grace=10.0, abort=True)
-        elif self.can_write("start runners", "here"):
-            self.start_runners(self.runner_threads or DEFAULT_RUNNER_THREADS)
-
-    @work(thread=True, exclusive=True, group="runners", exit_on_error=False)
-    def start_runners(self, threads: int) -> None:
-        """Start a runner pool in this process (in a thread: it registers in the database)."""
-        try:
-            from jobtui.core.runner import RunnerPool
-
-            self.pool = RunnerPool(self.store, threads=threads, observer=self.metrics)
-            if self.metrics is not None:
-                self.metrics.watch(self.pool)
-            self.pool.start()
-            from jobtui.core.alerting import AlertDispatcher
-
-            self.alerter = AlertDispatcher(self.store, self.pool.runner_id)
-            self.alerter.start()
-        except (ImportError, JobtuiError) as exc:
-            self.post_message(RunnersChanged(False, str(exc)))
-            return
-        self.post_message(RunnersChanged(True))
-
-    @work(thread=True, exclusive=True, group="runners", exit_on_error=False)
-    def stop_runners(self, grace: float, abort: bool, then_exit: bool = False) -> None:
-        """Stop the hosted pool (in a thread: it may wait for runs in flight)."""
-        error = None
-        try:
-            self._stop_alerts()
-            if self.pool is not None:
-                self.pool.stop(grace=grace, abort=abort)
-        except JobtuiError as exc:
-            error = str(exc)
-        if then_exit:
-            self.call_from_thread(self.exit)
-            return
-        self.post_message(RunnersChanged(False, error))
-
-    def _stop_alerts(self) -> None:
-        """Stop sending alerts (a claimed event not sent yet expires; a worker sends it)."""
-        if self.alerter is not None:
-            self.alerter.stop()
-            self.alerter = None
-
-    def on_runners_changed(self, message: RunnersChanged) -> None:
-        if message.error:
-            self.notify(message.error, title="hosted runners", severity="error")
-        elif message.running:
-            self.notify(f"hosting {self.pool.threads} runner thread(s) here", timeout=3)
-        else:
-            self.notify("hosted runners stopped", timeout=3)
-        self.update_status()
-
-    # ------------------------------------------------------------------ quitting
-
-    def action_quit_console(self) -> None:
-        """Quit; hosted runs in flight get a few seconds to end, then it asks what to do."""
-        if self._quitting:
-            return
-        if self.pool is None or not self.pool.running:
-            self.exit()
-            return
-        self._quitting = True
-        in_flight = self.pool.in_flight()
-        if in_flight:
-            self.notify(
-                f"quitting once the run(s) in flight end ({', '.join(in_flight[:3])}); "
-                f"asking if they take over {QUIT_GRACE:g} s",
-                timeout=QUIT_GRACE,
-            )
-        self.quit_when_idle(QUIT_GRACE)
-
-    @work(thread=True, exclusive=True, group="quit", exit_on_error=False)
-    def quit_when_idle(self, grace: float) -> None:
-        """Wait up to ``grace`` s for an instant with no hosted run in flight, then stop the
-        runners and quit (in a thread); else ask (``RunsStillInFlight``)."""
-        deadline = time.monotonic() + grace
-        while in_flight := self.pool.in_flight():
-            if time.monotonic() >= deadline:
-                self.post_message(RunsStillInFlight(in_flight))
-                return
-            time.sleep(0.02)
-        self._stop_alerts()
-        try:  # (a run claimed in this very instant is aborted, as on any stop)
-            self.pool.stop(grace=0.0, abort=True)
-        except JobtuiError as exc:
-            self.post_message(RunnersChanged(False, str(exc)))
-        self.call_from_thread(self.exit)
-
-    def on_runs_still_in_flight(self, message: RunsStillInFlight) -> None:
-        def chosen(choice: str | None) -> None:
-            if choice is None:
-                self._quitting = False
-                return
-            if choice == "wait":
-                self.notify("waiting for the runs in flight to finish, then quitting…")
-                self.stop_runners(grace=WAIT_FOR_RUNS, abort=False, then_exit=True)
-            else:
-                self.notify("aborting the runs in flight, then quitting…")
-                self.stop_runners(grace=0.0, abort=True, then_exit=True)
-
-        self.push_screen(QuitScreen(message.in_flight), callback=chosen)
-
-    async def action_quit(self) -> None:
-        """ctrl+q and the palette's Quit go the same careful way as q."""
-        self.action_quit_console()
 
 
 def make_app(

@@ -1,6 +1,6 @@
 """The headless core of jobtui: model, schema, schedules, store, actions, runner.
 
-Nothing under ``jobtui.core`` imports Textual (``tests/test_core_import.py``
+Nothing under ``jobtui.core`` imports Textual (``tests/architecture/test_core_import.py``
 proves it), so the core is usable as a library, from the command line and by
 headless workers.
 """

@@ -230,7 +230,7 @@ class AlertDispatcher:
         out = []
         for t in own:
             refused = None
-            if alerts.is_command(t) and self.store.backend.has_accounts:
+            if alerts.is_command(t) and self.store.backend.action_allow_list:
                 owner = str(row.owner)
                 if owner not in patterns:
                     try:

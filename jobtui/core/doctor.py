@@ -13,9 +13,10 @@ from datetime import datetime, timedelta
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from jobtui.core import health, migrations, schema
+from jobtui.core.accounts import Rights
 from jobtui.core.dberrors import NO_SUCH_TABLE, PERMISSION_ERRORS, error_code, translate_db_error
 from jobtui.core.errors import JobtuiError
-from jobtui.core.privileges import Rights
+from jobtui.core.runner.config import DEFAULTS
 from jobtui.core.store import JobStore
 from jobtui.core.timeutil import aware
 
@@ -26,7 +27,7 @@ SKEW_FAIL = 60.0
 NO_TABLES = "no jobtui tables here"
 DB_ACCESS_DENIED = 1044  # the account may not use the database at all
 NO_DATABASE_RIGHTS = "the account holds no privilege on this database"
-HEARTBEAT_TIMEOUT = 15.0  # the runner pool's default (older heartbeats are dead)
+HEARTBEAT_TIMEOUT = DEFAULTS.heartbeat_timeout  # the runner pools' (older heartbeats are dead)
 WHAT_KINDS = {
     "operator": "submit and steer its own jobs",
     "admin": "create and upgrade the tables, grant, see every job",
@@ -232,12 +233,12 @@ def _reads_jobs_directly(store: JobStore) -> str | None:
         return None
     if tables is schema.job:
         return "it reads the job table"
-    return f"it reads its own jobs through {schema.USER_JOB_VIEW}"
+    return f"it reads its own jobs through {tables.name}"
 
 
 def _runner_account(store: JobStore, options: Options) -> Check:
     name = "runner account"
-    if not store.backend.has_accounts:
+    if not store.backend.grants.present:
         return Check(name, OK, "skipped: the database has no accounts (SQLite)")
     if options.runner_account is None:
         problem = store.run_rights_problem()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from jobtui.core import event_times as et
 from jobtui.core.dberrors import db_errors
 from jobtui.core.errors import InvalidInput, JobNotFound, PermissionDenied
+from jobtui.core.jobdefs import JobSpec
 from jobtui.core.model import IDENTIFIER_RE, JOB_NAME_RE, Job, Schedule, What, check_sql
 from jobtui.core.schedules import MAX_EVERY
 from jobtui.core.timeutil import aware, iso
@@ -399,12 +400,17 @@ def adopt(store: JobStore, full_name: str, *, keep_event: bool = False) -> Adopt
     what = adopted_what(event, store.schema_name)
     job_name, notes = _job_name(store, event)
     store.check_what(what)
-    description = f"adopted from event {full_name}"
+    # the job runs with exactly the event's rights: its routines set no role
+    spec = JobSpec(
+        job_name,
+        what,
+        schedule,
+        description=f"adopted from event {full_name}",
+        session_role=False,
+    )
     enabled = event.status == "ENABLED"
     if keep_event or not enabled:
-        job = store.submit(
-            job_name, what, schedule, description=description, disabled=True, session_role=False
-        )
+        job = store.submit(replace(spec, disabled=True))
         if keep_event and enabled:
             notes.append(
                 f"the event is left enabled and job {job_name} was created DISABLED, so that "
@@ -422,9 +428,7 @@ def adopt(store: JobStore, full_name: str, *, keep_event: bool = False) -> Adopt
         listed = list_events(store, schema=event.schema, now=now)
         disabled = next(e for e in listed.events if e.name == event.name)
         first = first_after(disabled, store.now(), scheduler_on=listed.running)
-        job = store.submit(
-            job_name, what, schedule, description=description, first=first, session_role=False
-        )
+        job = store.submit(replace(spec, first=first))
     except BaseException as exc:
         try:
             _alter(store, event, True)

@@ -1,25 +1,127 @@
 """A job's definition as given by a person: its checks (description, max failures), a
 partial schedule change merged into the current one, and an export file's entry.
 
+The requests the store's defining verbs take live here: a ``JobSpec`` (a new job, for
+``submit``, ``import`` and event adoption) and a ``JobChange`` (what ``change`` alters).
 The console's edit form and the CLI check their input with the same functions
 the store applies before writing.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from jobtui.core.errors import InvalidInput
 from jobtui.core.model import MAX_DESCRIPTION_LENGTH, Job, Schedule, What, check_job_name
-from jobtui.core.schedules import first_run, make_schedule
+from jobtui.core.schedules import check_schedule, first_run, make_schedule
 from jobtui.core.timeutil import utcnow
 from jobtui.core.transitions import derive_status
 
 DEFAULT_MAX_FAILURES = 16
 MAX_MAX_FAILURES = 1_000_000
 UNSET: Any = object()  # "not given" where None means something (a time zone, a window end)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A new job as ``JobStore.submit`` writes it (DBMS_JOB.SUBMIT), as an import file's
+    entry gives it and as an adopted event becomes it.
+
+    ``first``: the first run, when not the schedule's first slot from now (an adopted
+    event's first slot after its last run, even if that is past: it runs at once).
+    ``session_role`` False (MySQL/MariaDB): the job's routines set no role, so it runs
+    with the owner's own grants only, as the event it was adopted from did.
+    """
+
+    name: str
+    what: What
+    schedule: Schedule
+    description: str = ""
+    max_failures: int = DEFAULT_MAX_FAILURES
+    disabled: bool = False
+    first: datetime | None = None
+    session_role: bool = True
+
+    def checked(self) -> JobSpec:
+        """The spec with its name, schedule, description and max failures validated (the
+        values normalised), or InvalidInput naming what is wrong."""
+        check_job_name(self.name)
+        return replace(
+            self,
+            schedule=check_schedule(self.schedule),
+            description=check_description(self.description),
+            max_failures=check_max_failures(self.max_failures),
+        )
+
+
+@dataclass(frozen=True)
+class JobChange:
+    """What ``JobStore.change`` alters (DBMS_JOB.CHANGE): only what is given changes.
+
+    None leaves a value as it is; for ``tz``, ``start`` and ``finish``, where None
+    means something (no zone, an open window), ``UNSET`` does. A schedule is given
+    as its kind's value (``every``, ``cron``, ``expr``; ``kind`` "once"), merged into
+    the job's current one (``merge_schedule``).
+    """
+
+    what: What | None = None
+    kind: str | None = None
+    every: float | str | None = None
+    cron: str | None = None
+    tz: str | None = UNSET
+    expr: str | None = None
+    start: datetime | None = UNSET
+    finish: datetime | None = UNSET
+    description: str | None = None
+    max_failures: int | None = None
+    disabled: bool | None = None
+
+    @classmethod
+    def replacing(cls, schedule: Schedule, **others: Any) -> JobChange:
+        """A change that gives a whole schedule (the edit form's), and ``others``."""
+        s = schedule
+        return cls(
+            kind=s.kind,
+            every=s.every if s.kind == "every" else None,
+            cron=s.cron if s.kind == "cron" else None,
+            expr=s.expr if s.kind == "expr" else None,
+            tz=s.tz,
+            start=s.start,
+            finish=s.finish,
+            **others,
+        )
+
+    @property
+    def window_only(self) -> bool:
+        """A time zone or window end given without a schedule to apply it to."""
+        partial = self.kind is None and self.every is None and self.cron is None
+        window = self.tz is not UNSET or self.start is not UNSET or self.finish is not UNSET
+        return partial and self.expr is None and window
+
+    def checked(self) -> JobChange:
+        """The change with its description and max failures validated where given."""
+        return replace(
+            self,
+            description=None if self.description is None else check_description(self.description),
+            max_failures=(
+                None if self.max_failures is None else check_max_failures(self.max_failures)
+            ),
+        )
+
+    def schedule_over(self, current: Schedule) -> Schedule:
+        """``current`` with this change's schedule values merged in."""
+        return merge_schedule(
+            current,
+            kind=self.kind,
+            every=self.every,
+            cron=self.cron,
+            tz=self.tz,
+            expr=self.expr,
+            start=self.start,
+            finish=self.finish,
+        )
 
 
 def removal_pending(name: str) -> InvalidInput:
@@ -145,7 +247,7 @@ def as_changed(job: Job, schedule: Schedule, now: datetime) -> Job:
     )
 
 
-def parse_job_definition(item: Any) -> tuple[str, What, Schedule, str, int, bool]:
+def parse_job_definition(item: Any) -> JobSpec:
     """One entry of an export file, validated."""
     from jobtui.core.timeutil import parse_when
 
@@ -181,4 +283,4 @@ def parse_job_definition(item: Any) -> tuple[str, What, Schedule, str, int, bool
     disabled = item.get("disabled", False)
     if not isinstance(disabled, bool):
         raise InvalidInput("'disabled' must be true or false")
-    return name, what, sched, desc, maxf, disabled
+    return JobSpec(name, what, sched, desc, maxf, disabled)

@@ -34,14 +34,15 @@ from prometheus_client.registry import Collector
 from jobtui.core.errors import InvalidInput
 from jobtui.core.health import FOREGROUND_PREFIX
 from jobtui.core.model import Outcome, Status
-from jobtui.core.runresult import RunResult
+from jobtui.core.runner.config import DEFAULTS
+from jobtui.core.runner.runresult import RunResult
 from jobtui.core.store import JobStore
 
 log = logging.getLogger("jobtui.metrics")
 
 DEFAULT_ADDR = "127.0.0.1"
 STORE_INTERVAL = 5.0  # seconds: the store is read at most this often, however many scrapes
-HEARTBEAT_TIMEOUT = 15.0  # a runner silent this long is not counted live (the pools' default)
+HEARTBEAT_TIMEOUT = DEFAULTS.heartbeat_timeout  # a runner silent this long is not counted live
 
 OUTCOMES = tuple(o.value for o in Outcome if o is not Outcome.RUNNING)
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)

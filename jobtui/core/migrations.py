@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from jobtui.core import schema
-from jobtui.core.backends import backend_for
+from jobtui.core.backends.registry import backend_for
 from jobtui.core.dberrors import NO_SUCH_TABLE, PERMISSION_ERRORS, error_code
 from jobtui.core.errors import PermissionDenied, SchemaTooNew
 from jobtui.core.timeutil import to_db, utcnow

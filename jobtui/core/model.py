@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from jobtui.core.errors import InvalidInput
+from jobtui.core.timeutil import aware, iso
 
 
 class Status(enum.StrEnum):
@@ -238,13 +239,9 @@ class Schedule:
 
     def describe(self) -> str:
         """The schedule in words, as the console and ``list`` show it."""
-        from jobtui.core.schedules import describe
-
-        return describe(self)
+        return describe_schedule(self)
 
     def to_dict(self) -> dict[str, Any]:
-        from jobtui.core.timeutil import iso
-
         return {
             "kind": self.kind,
             "every": self.every,
@@ -255,6 +252,45 @@ class Schedule:
             "finish": iso(self.finish),
             "text": self.describe(),
         }
+
+
+# The schedule of a job whose schedule columns could not be read (jobtui.core.row_checks):
+# no slot ever (a "once" without window, and no runner claims such a job).
+UNREADABLE = Schedule("once")
+
+
+def describe_schedule(schedule: Schedule) -> str:
+    """The schedule in words: "every 5 s", "cron */5 * * * * UTC", "expr NOW() + ..."."""
+    if schedule is UNREADABLE:
+        return "invalid (see the job's problem)"
+    if schedule.kind == "every":
+        assert schedule.every is not None
+        text = f"every {format_seconds(schedule.every)}"
+    elif schedule.kind == "cron":
+        text = f"cron {schedule.cron} {schedule.tz or 'UTC'}"
+    elif schedule.kind == "expr":
+        text = f"expr {schedule.expr}"
+    else:
+        text = "once" if not schedule.start else f"once at {_short(schedule.start)}"
+    if schedule.kind != "once" and schedule.start:
+        text += f" from {_short(schedule.start)}"
+    if schedule.finish:
+        text += f" until {_short(schedule.finish)}"
+    return text
+
+
+def format_seconds(seconds: float) -> str:
+    """5 -> "5 s", 0.5 -> "0.5 s", 300 -> "5 min", 7200 -> "2 h", 86400 -> "1 d"."""
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)} {unit}"
+    if seconds == int(seconds):
+        return f"{int(seconds)} s"
+    return f"{seconds:g} s"
+
+
+def _short(when: datetime) -> str:
+    return aware(when).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 @dataclass(slots=True)
@@ -297,13 +333,11 @@ class Job:
     remove_requested: bool = False  # removed while running: deleted when that run ends
     # The first thing wrong with the row as read (column, value, what is accepted), or
     # None: such a job shows BROKEN with placeholders for what could not be read, and
-    # no runner claims it (jobtui.core.rows).
+    # no runner claims it (jobtui.core.row_checks).
     problem: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stable ``--json`` shape (docs/cli.md documents every field)."""
-        from jobtui.core.timeutil import iso
-
         return {
             "id": self.id,
             "owner": self.owner,
@@ -362,8 +396,6 @@ class Run:
         return (self.finished - self.started).total_seconds()
 
     def to_dict(self) -> dict[str, Any]:
-        from jobtui.core.timeutil import iso
-
         return {
             "id": self.id,
             "job_id": self.job_id,

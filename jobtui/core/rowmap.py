@@ -3,7 +3,7 @@ the Jobs and Runs read back from rows (``job_from_row``, ``jobs_from_result``).
 
 Reading is the console's and the runners' hot path (10,000 rows a refresh,
 every claim and recording): values are taken by position and checked as
-strictly as CLI input (``jobtui.core.rows``); a row that does not validate
+strictly as CLI input (``jobtui.core.row_checks``); a row that does not validate
 gives a Job with a ``problem``, never an exception.
 """
 
@@ -15,7 +15,7 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
-from jobtui.core import rows as rows_
+from jobtui.core import row_checks
 from jobtui.core.jobdefs import DEFAULT_MAX_FAILURES, MAX_MAX_FAILURES
 from jobtui.core.model import (
     JOB_NAME_RE,
@@ -257,7 +257,7 @@ def jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
 
 
 def _jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
-    """Jobs from rows of values, each checked as strictly as CLI input (jobtui.core.rows).
+    """Jobs from rows of values, each checked as strictly as CLI input (jobtui.core.row_checks).
 
     A row that does not validate gives a Job whose ``problem`` names the first
     column that is wrong, with placeholders for what could not be read: reading
@@ -327,17 +327,17 @@ def _jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
         if owner is not None and not (
             type(owner) is str and 0 < len(owner) <= 190 and owner.isprintable()
         ):
-            problems.append(rows_.bad("owner", owner, _OWNER_ACCEPTED))
-            owner = rows_.PLACEHOLDER_OWNER
+            problems.append(row_checks.bad("owner", owner, _OWNER_ACCEPTED))
+            owner = row_checks.PLACEHOLDER_OWNER
         if name is not None and not (type(name) is str and name_ok(name)):
-            problems.append(rows_.bad("name", name, _NAME_ACCEPTED))
+            problems.append(row_checks.bad("name", name, _NAME_ACCEPTED))
             name = f"#{id_}"
         if description and not (
             type(description) is str
             and len(description) <= MAX_DESCRIPTION_LENGTH
             and "\x00" not in description
         ):
-            problems.append(rows_.bad("description", description, _DESCRIPTION_ACCEPTED))
+            problems.append(row_checks.bad("description", description, _DESCRIPTION_ACCEPTED))
             description = ""
         # Frozen and equal for equal columns: rows with the same target or schedule share one.
         what_key = (what_kind, what_target, what_args)
@@ -349,11 +349,11 @@ def _jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
                 object.__setattr__(what, "target", what_target)
                 object.__setattr__(what, "args", ())
             else:
-                what = rows_.what_from_columns(what_kind, what_target, what_args)
+                what = row_checks.what_from_columns(what_kind, what_target, what_args)
             whats[what_key] = what
         if type(what) is str:
             problems.append(what)
-            what = rows_.placeholder_what(what_kind)
+            what = row_checks.placeholder_what(what_kind)
         schedule_key = (
             schedule_kind,
             schedule_interval,
@@ -366,9 +366,9 @@ def _jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
         sched = schedules.get(schedule_key)
         if sched is None:
             if schedule_kind is None:  # not read
-                sched = rows_.PLACEHOLDER_SCHEDULE
+                sched = row_checks.PLACEHOLDER_SCHEDULE
             else:
-                sched = rows_.schedule_from_columns(
+                sched = row_checks.schedule_from_columns(
                     schedule_kind,
                     schedule_interval,
                     schedule_cron,
@@ -380,29 +380,35 @@ def _jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
             schedules[schedule_key] = sched
         if type(sched) is str:
             problems.append(sched)
-            sched = rows_.PLACEHOLDER_SCHEDULE
+            sched = row_checks.PLACEHOLDER_SCHEDULE
         anchor = time_(schedule_anchor)
         if anchor is unreadable:
-            problems.append(rows_.bad("schedule_anchor", schedule_anchor, "expected a date-time"))
+            problems.append(
+                row_checks.bad("schedule_anchor", schedule_anchor, "expected a date-time")
+            )
             anchor = None
         status_ = _STATUSES.get(status)
         if status_ is None:
-            problems.append(rows_.bad("status", status, "expected one of " + ", ".join(_STATUSES)))
+            problems.append(
+                row_checks.bad("status", status, "expected one of " + ", ".join(_STATUSES))
+            )
             status_ = Status.BROKEN
         intent_ = _INTENTS.get(intent)
         if intent_ is None:
-            problems.append(rows_.bad("intent", intent, "expected one of " + ", ".join(_INTENTS)))
+            problems.append(
+                row_checks.bad("intent", intent, "expected one of " + ", ".join(_INTENTS))
+            )
             intent_ = Intent.DISABLED
         if broken is None:
             broken = False
         elif not isinstance(broken, _INT_TYPES):
-            problems.append(rows_.bad("broken", broken, "expected 0 or 1"))
+            problems.append(row_checks.bad("broken", broken, "expected 0 or 1"))
             broken = True
         if failures is None:
             failures = 0
         elif type(failures) not in _INT_TYPES or not 0 <= failures <= MAX_FAILURES_COUNT:
             problems.append(
-                rows_.bad(
+                row_checks.bad(
                     "failures", failures, f"expected a whole number from 0 to {MAX_FAILURES_COUNT}"
                 )
             )
@@ -411,7 +417,7 @@ def _jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
             max_failures = DEFAULT_MAX_FAILURES
         elif type(max_failures) not in _INT_TYPES or not 1 <= max_failures <= MAX_MAX_FAILURES:
             problems.append(
-                rows_.bad(
+                row_checks.bad(
                     "max_failures",
                     max_failures,
                     f"expected a whole number from 1 to {MAX_MAX_FAILURES}",
@@ -422,32 +428,32 @@ def _jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
             cycles = 0
         elif type(cycles) not in _INT_TYPES or not 0 <= cycles <= MAX_CYCLES:
             problems.append(
-                rows_.bad("cycles", cycles, f"expected a whole number from 0 to {MAX_CYCLES}")
+                row_checks.bad("cycles", cycles, f"expected a whole number from 0 to {MAX_CYCLES}")
             )
             cycles = 0
         created_ = time_(created)
         if created_ is unreadable:
-            problems.append(rows_.bad("created", created, "expected a date-time"))
+            problems.append(row_checks.bad("created", created, "expected a date-time"))
             created_ = None
         last_run_ = time_(last_run)
         if last_run_ is unreadable:
-            problems.append(rows_.bad("last_run", last_run, "expected a date-time or NULL"))
+            problems.append(row_checks.bad("last_run", last_run, "expected a date-time or NULL"))
             last_run_ = None
         next_run_ = time_(next_run)
         if next_run_ is unreadable:
-            problems.append(rows_.bad("next_run", next_run, "expected a date-time or NULL"))
+            problems.append(row_checks.bad("next_run", next_run, "expected a date-time or NULL"))
             next_run_ = None
         if total_time is None:
             total_time = 0.0
         elif type(total_time) not in _NUMBER_TYPES or not 0 <= total_time <= MAX_SECONDS:
             problems.append(
-                rows_.bad("total_time", total_time, "expected a number of seconds, 0 or more")
+                row_checks.bad("total_time", total_time, "expected a number of seconds, 0 or more")
             )
             total_time = 0.0
         outcome = _OUTCOMES.get(last_outcome) if last_outcome is not None else None
         if outcome is None and last_outcome is not None:
             problems.append(
-                rows_.bad(
+                row_checks.bad(
                     "last_outcome", last_outcome, "expected NULL or one of " + ", ".join(_OUTCOMES)
                 )
             )
@@ -455,7 +461,7 @@ def _jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
             type(last_duration) not in _NUMBER_TYPES or not 0 <= last_duration <= MAX_SECONDS
         ):
             problems.append(
-                rows_.bad(
+                row_checks.bad(
                     "last_duration",
                     last_duration,
                     "expected NULL or a number of seconds, 0 or more",
@@ -465,15 +471,15 @@ def _jobs_from_values(rows: Iterable[tuple[Any, ...]]) -> list[Job]:
         if run_now is None:
             run_now = False
         elif not isinstance(run_now, _INT_TYPES):
-            problems.append(rows_.bad("run_now", run_now, "expected 0 or 1"))
+            problems.append(row_checks.bad("run_now", run_now, "expected 0 or 1"))
             run_now = False
         if phase is not None and phase not in _PHASES:
-            problems.append(rows_.bad("phase", phase, "expected one of " + ", ".join(PHASES)))
+            problems.append(row_checks.bad("phase", phase, "expected one of " + ", ".join(PHASES)))
             phase = "ENABLED"
         if running is None:
             running = False
         elif not isinstance(running, _INT_TYPES):
-            problems.append(rows_.bad("running", running, "expected 0 or 1"))
+            problems.append(row_checks.bad("running", running, "expected 0 or 1"))
             running = False
         problem = problems[0] if problems else None
         jobs.append(

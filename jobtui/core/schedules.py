@@ -250,7 +250,7 @@ def checked_interval(step: object) -> float:
     Never trust it in slot arithmetic: a zero, negative or NaN interval (a row
     written by hand) made ``next_slot`` walk backwards for ever, one runner
     thread at 100 % CPU (attack 5 in docs/privileges.md). Rows are checked when read
-    (jobtui.core.rows); this is the second guard.
+    (jobtui.core.row_checks); this is the second guard.
     """
     if type(step) not in (float, int) or not MIN_EVERY <= step <= MAX_EVERY:  # type: ignore[operator]
         raise InvalidInput(
@@ -310,42 +310,3 @@ def _in_window(schedule: Schedule, when: datetime) -> datetime | None:
     if schedule.finish and when > schedule.finish:
         return None
     return when
-
-
-# The schedule of a job whose schedule columns could not be read (jobtui.core.rows):
-# no slot ever (a "once" without window, and no runner claims such a job).
-UNREADABLE = Schedule("once")
-
-
-def describe(schedule: Schedule) -> str:
-    """The schedule in words: "every 5 s", "cron */5 * * * * UTC", "expr NOW() + ..."."""
-    if schedule is UNREADABLE:
-        return "invalid (see the job's problem)"
-    if schedule.kind == "every":
-        assert schedule.every is not None
-        text = f"every {format_seconds(schedule.every)}"
-    elif schedule.kind == "cron":
-        text = f"cron {schedule.cron} {schedule.tz or 'UTC'}"
-    elif schedule.kind == "expr":
-        text = f"expr {schedule.expr}"
-    else:
-        text = "once" if not schedule.start else f"once at {_short(schedule.start)}"
-    if schedule.kind != "once" and schedule.start:
-        text += f" from {_short(schedule.start)}"
-    if schedule.finish:
-        text += f" until {_short(schedule.finish)}"
-    return text
-
-
-def format_seconds(seconds: float) -> str:
-    """5 -> "5 s", 0.5 -> "0.5 s", 300 -> "5 min", 7200 -> "2 h", 86400 -> "1 d"."""
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size and seconds % size == 0:
-            return f"{int(seconds // size)} {unit}"
-    if seconds == int(seconds):
-        return f"{int(seconds)} s"
-    return f"{seconds:g} s"
-
-
-def _short(when: datetime) -> str:
-    return aware(when).strftime("%Y-%m-%d %H:%M:%S UTC")

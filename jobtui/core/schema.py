@@ -2,16 +2,15 @@
 
 ``jobtui.core.migrations`` creates them, adds columns a newer version defines and
 applies the numbered migrations, so it is safe to run on every start (``jobtui
-init`` runs it explicitly). On MySQL/MariaDB the backend then creates the
-operators' views (``jobtui_user_job``, ``jobtui_user_run``) when the connecting
-account may. docs/architecture.md
+init`` runs it explicitly). On MySQL/MariaDB the backend then adds what lives only
+there: the lock key (``backends.mysql.lock_key``), the owner index
+(``backends.mysql.owner_index``) and the operators' views (``backends.mysql.operator_views``)
+when the connecting account may. docs/architecture.md
 describes every column, docs/privileges.md the views and roles.
 """
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from datetime import datetime
 from typing import Any
 
@@ -35,11 +34,8 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects import mysql, sqlite
-from sqlalchemy.engine import Connection, Dialect, Engine
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.schema import CreateColumn
-
-from jobtui.core.dberrors import PERMISSION_ERRORS, error_code
 
 # The version of the tables this code defines: the last of jobtui.core.migrations, stored
 # in jobtui_meta under VERSION_KEY. A database of a newer version is refused.
@@ -50,7 +46,7 @@ VERSION_KEY = "schema_version"
 class _SQLiteTimestamp(sqlite.DATETIME):
     """SQLite's DATETIME, but a value that is no date-time (any text fits in a SQLite
     column) reads back as it is stored instead of failing the whole query: the store
-    then reports that row's problem (jobtui.core.rows) and shows every other row."""
+    then reports that row's problem (jobtui.core.row_checks) and shows every other row."""
 
     def result_processor(self, dialect: Dialect, coltype: object) -> Any:
         parse = super().result_processor(dialect, coltype)
@@ -231,7 +227,7 @@ secret = Table(
     **MYSQL_TABLE_OPTIONS,
 )
 
-LOCK_KEY = "lock_key"  # jobtui_secret: the key of the lock names' HMAC (claims.lock_name)
+LOCK_KEY = "lock_key"  # jobtui_secret: the key of the lock names' HMAC (lock_names.lock_name)
 
 # Which accounts may use which Python actions (fnmatch patterns such as ``reports.*``):
 # an admin's decision (`jobtui grant ACCOUNT --actions PATTERN`), read by the runners.
@@ -280,82 +276,6 @@ alert_outbox = Table(
 )
 
 
-# ---------------------------------------------------------------------- operators' views
-
-# The roles jobtui documents (docs/privileges.md); `jobtui grant` prints their grants.
-# Each belongs to ONE jobtui database (``jobtui_operator_<db>``): an operator of ``ops``
-# is not thereby an operator of ``ops2`` on the same server.
-ADMIN_ROLE = "jobtui_admin"  # prefixes: role_name() adds the database
-OPERATOR_ROLE = "jobtui_operator"
-RUNNER_ROLE = "jobtui_runner"
-ROLE_PREFIXES = {"operator": OPERATOR_ROLE, "admin": ADMIN_ROLE, "runner": RUNNER_ROLE}
-
-
-def role_name(kind: str, database: str) -> str:
-    """``jobtui_<kind>_<database>``: the role of one kind of account on one database."""
-    return f"{ROLE_PREFIXES[kind]}_{database}"
-
-
-def operator_role(database: str) -> str:
-    return role_name("operator", database)
-
-
-def admin_role(database: str) -> str:
-    return role_name("admin", database)
-
-
-def runner_role(database: str) -> str:
-    return role_name("runner", database)
-
-
-USER_JOB_VIEW = "jobtui_user_job"
-USER_RUN_VIEW = "jobtui_user_run"
-# The runner list as operators read it: a view that cannot lock the table's rows
-# (TEMPTABLE: a locking read through it locks nothing of jobtui_runner), so that no
-# operator's LOCK IN SHARE MODE makes the runners' heartbeats wait.
-RUNNERS_VIEW = "jobtui_runners"
-VIEWS_KEY = "views"  # jobtui_meta: a digest of the views' DDL (recreated when it changes)
-
-# Not in ``metadata``: create_all must never make them tables.
-view_metadata = MetaData()
-
-
-def _view_table(name: str, base: Table) -> Table:
-    return Table(
-        name,
-        view_metadata,
-        *(Column(c.name, c.type, primary_key=c.primary_key) for c in base.columns),
-    )
-
-
-user_job = _view_table(USER_JOB_VIEW, job)
-user_run = _view_table(USER_RUN_VIEW, run)
-runners_view = _view_table(RUNNERS_VIEW, runner)
-
-
-def runners_view_ddl(*, definer_role: bool = False) -> str:
-    definer = "DEFINER = CURRENT_ROLE " if definer_role else ""
-    cols = ", ".join(f"`{c.name}`" for c in runner.columns)
-    return (
-        f"CREATE OR REPLACE ALGORITHM = TEMPTABLE {definer}SQL SECURITY DEFINER VIEW "
-        f"`{RUNNERS_VIEW}` AS SELECT {cols} FROM `{runner.name}`"
-    )
-
-
-def account_user_sql(expr: str) -> str:
-    """SQL for the user part of ``user@host`` text: everything before the LAST @.
-
-    Host names never hold an @, user names may: ``SUBSTRING_INDEX(x, '@', 1)``
-    would make 'bob@x'@'%' an owner of bob's jobs.
-    """
-    return f"SUBSTRING({expr}, 1, CHAR_LENGTH({expr}) - CHAR_LENGTH(SUBSTRING_INDEX({expr}, '@', -1)) - 1)"
-
-
-def account_host_sql(expr: str) -> str:
-    """SQL for the host part of ``user@host`` text: everything after the LAST @."""
-    return f"SUBSTRING_INDEX({expr}, '@', -1)"
-
-
 # The runner's bookkeeping of a job: what its runs did. Operators read these columns
 # through their view and never write them (MySQL/MariaDB: their role has INSERT and UPDATE
 # on the view's other columns only, docs/privileges.md): a forged ``last_duration`` made
@@ -379,9 +299,6 @@ BOOKKEEPING_COLUMNS = (
     "locked_by",
     "locked_until",
 )
-# Their values in a new row, as the server's defaults (a new row through the view names
-# none of them).
-BOOKKEEPING_DEFAULTS = {"running": "0", "cycles": "0", "total_time": "0"}
 
 
 def new_row_values(values: dict[str, Any], *, through_view: bool) -> dict[str, Any]:
@@ -390,200 +307,6 @@ def new_row_values(values: dict[str, Any], *, through_view: bool) -> dict[str, A
     if not through_view:
         return values
     return {k: v for k, v in values.items() if k not in BOOKKEEPING_COLUMNS}
-
-
-def operator_columns() -> list[str]:
-    """The job columns an operator may write through its view (INSERT and UPDATE)."""
-    return [c.name for c in job.columns if c.name not in BOOKKEEPING_COLUMNS and c.name != "id"]
-
-
-# The owner's user part, stored (a generated column) and indexed on MySQL/MariaDB, on the
-# job table and the run log: every owner test of the operators' views and of the SQL
-# interface compares it to the user part of USER() through this index (``FORCE INDEX``),
-# so a locking read (``FOR UPDATE``, ``LOCK IN SHARE MODE``) through them reaches only
-# rows of the invoker's user name, never another owner's (docs/privileges.md, "Locks").
-OWNER_USER = "owner_user"
-OWNER_INDEX = {"jobtui_job": "ix_jobtui_job_owner", "jobtui_run": "ix_jobtui_run_owner"}
-# the index's columns after OWNER_USER: a job by id, a job's runs, in one range each
-OWNER_INDEX_REST = {"jobtui_job": "`id`", "jobtui_run": "`job_id`, `id`"}
-
-
-def owner_user_ddl(table: str) -> str:
-    """``ALTER TABLE`` adding the stored user part of ``owner`` and its index (MySQL)."""
-    expr = account_user_sql("`owner`")
-    return (
-        f"ALTER TABLE `{table}` ADD COLUMN `{OWNER_USER}` VARBINARY(760) "
-        f"AS (CAST({expr} AS BINARY)) STORED, "
-        f"ADD INDEX `{OWNER_INDEX[table]}` (`{OWNER_USER}`, {OWNER_INDEX_REST[table]})"
-    )
-
-
-def owner_indexed_from(table: str) -> str:
-    """``FROM`` text of ``table`` that reads it only through its owner index."""
-    return f"`{table}` FORCE INDEX (`{OWNER_INDEX[table]}`)"
-
-
-def owner_matches_invoker_sql(owner: str, owner_user: str | None = None) -> str:
-    """SQL true when ``owner`` (``user@host-pattern``) may be the invoking session's account.
-
-    Inside a SQL SECURITY DEFINER view CURRENT_USER() is the definer; USER() is
-    the invoking ``user@client-host``, the only trace of the invoker there is.
-    An owner is one account (user AND host), so:
-
-    - the user parts are equal byte for byte: compared as binary strings, which
-      do not pad (``'alice '`` is not ``alice``, as utf8mb4_bin's PAD SPACE would
-      have it) and do not fold case;
-    - the client's host matches the owner's host pattern as the server matches
-      an account's host: ``LIKE`` (% and _), case-insensitively, or an
-      ``IP/NETMASK`` host. ``alice@otherhost`` is refused to a session from
-      anywhere else.
-    """
-    ouser, uuser = account_user_sql(owner), account_user_sql("USER()")
-    user_test = f"CAST({ouser} AS BINARY) = CAST({uuser} AS BINARY)"
-    if owner_user is not None:  # the stored, indexed user part: the same bytes
-        user_test = f"{owner_user} = CAST({uuser} AS BINARY)"
-    ohost, uhost = account_host_sql(owner), account_host_sql("USER()")
-    netmask = (
-        f"(LOCATE('/', {ohost}) > 0 AND INET_ATON({uhost}) & "
-        f"INET_ATON(SUBSTRING_INDEX({ohost}, '/', -1)) = "
-        f"INET_ATON(SUBSTRING_INDEX({ohost}, '/', 1)))"
-    )
-    return f"{user_test} AND (LOWER({uhost}) LIKE LOWER({ohost}) OR {netmask})"
-
-
-def view_select(base: Table) -> str:
-    """The operators' view of ``base``: the rows whose owner is the invoking account.
-
-    The owner column holds CURRENT_USER() of the submitting session
-    (``user@host-pattern``); ``owner_matches_invoker_sql`` says when that is
-    the invoking session's account. Through the check option an operator can
-    write no other owner (docs/privileges.md).
-    """
-    cols = ", ".join(f"`{c.name}`" for c in base.columns)
-    mine = owner_matches_invoker_sql("`owner`", f"`{OWNER_USER}`")
-    return f"SELECT {cols} FROM {owner_indexed_from(base.name)} WHERE {mine}"
-
-
-def view_ddl(name: str, base: Table, *, definer_role: bool = False) -> str:
-    # CASCADED CHECK OPTION: an INSERT or UPDATE through the view can only write
-    # rows the view shows (the invoking user's own).
-    definer = "DEFINER = CURRENT_ROLE " if definer_role else ""
-    return (
-        f"CREATE OR REPLACE ALGORITHM = MERGE {definer}SQL SECURITY DEFINER VIEW `{name}` AS "
-        f"{view_select(base)} WITH CASCADED CHECK OPTION"
-    )
-
-
-def views_digest() -> str:
-    body = "\n".join([*(view_select(t) for t in (job, run)), runners_view_ddl()])
-    return hashlib.sha1(body.encode()).hexdigest()[:16]
-
-
-def ensure_lock_key(engine: Engine) -> bool:
-    """Create the random key of the named-lock names once; False if this account may not.
-
-    MySQL/MariaDB only (SQLite has no named locks). A runner account may not
-    write ``jobtui_secret``: it leaves it to ``jobtui init`` by an admin.
-    INSERT IGNORE: two admins initialising at once keep one key.
-    """
-    with engine.connect() as conn:
-        try:
-            found = conn.execute(select(secret.c.value).where(secret.c.key == LOCK_KEY)).scalar()
-            if found is None:
-                conn.execute(
-                    secret.insert()
-                    .prefix_with("IGNORE")
-                    .values(key=LOCK_KEY, value=secrets.token_hex(32))
-                )
-            conn.commit()
-        except DBAPIError as exc:
-            if error_code(exc) in PERMISSION_ERRORS:
-                conn.rollback()
-                return False
-            raise
-    return True
-
-
-def ensure_owner_index(engine: Engine) -> bool:
-    """Add the stored, indexed user part of the owner to the job table and the run log,
-    and the server defaults of the bookkeeping a new row through the view leaves out, when
-    missing (MySQL/MariaDB); False if this account may not (a runner)."""
-    with engine.connect() as conn:
-        have = {
-            str(t)
-            for (t,) in conn.execute(
-                text(
-                    "SELECT TABLE_NAME FROM information_schema.COLUMNS "
-                    "WHERE TABLE_SCHEMA = DATABASE() AND COLUMN_NAME = :c"
-                ),
-                {"c": OWNER_USER},
-            )
-        }
-        conn.rollback()
-        defaults = {
-            str(name): value
-            for name, value in conn.execute(
-                text(
-                    "SELECT COLUMN_NAME, COLUMN_DEFAULT FROM information_schema.COLUMNS "
-                    "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :t"
-                ),
-                {"t": job.name},
-            )
-        }
-        conn.rollback()
-        missing = [c for c in BOOKKEEPING_DEFAULTS if defaults.get(c) in (None, "NULL")]
-        try:
-            for table in OWNER_INDEX:
-                if table not in have:
-                    conn.execute(text(owner_user_ddl(table)))
-            if missing:  # the bookkeeping of a row inserted through the view
-                sets = ", ".join(
-                    f"ALTER COLUMN `{c}` SET DEFAULT {BOOKKEEPING_DEFAULTS[c]}" for c in missing
-                )
-                conn.execute(text(f"ALTER TABLE `{job.name}` {sets}"))
-        except DBAPIError as exc:
-            if error_code(exc) in PERMISSION_ERRORS:
-                conn.rollback()
-                return False
-            raise
-    return True
-
-
-def ensure_views(engine: Engine) -> bool:
-    """(Re)create the operators' views when missing or outdated; False if not allowed.
-
-    A runner account may not create views: it leaves them as they are. The
-    definer is the database's admin role (``jobtui_admin_<db>``) when that is the
-    session's current role
-    (a definer's default role is not active inside a view), else the account.
-    """
-    digest = views_digest()
-    with engine.connect() as conn:
-        have = conn.execute(
-            text(
-                "SELECT COUNT(*) FROM information_schema.VIEWS "
-                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (:j, :r, :n)"
-            ),
-            {"j": USER_JOB_VIEW, "r": USER_RUN_VIEW, "n": RUNNERS_VIEW},
-        ).scalar_one()
-        stored = conn.execute(select_meta(VIEWS_KEY)).scalar()
-        conn.rollback()
-        if have == 3 and stored == digest:
-            return True
-        role, database = conn.execute(text("SELECT CURRENT_ROLE(), DATABASE()")).one()
-        definer_role = role is not None and role == admin_role(str(database))
-        try:
-            for name, base in ((USER_JOB_VIEW, job), (USER_RUN_VIEW, run)):
-                conn.execute(text(view_ddl(name, base, definer_role=definer_role)))
-            conn.execute(text(runners_view_ddl(definer_role=definer_role)))
-            put_meta(conn, VIEWS_KEY, digest)
-            conn.commit()
-        except DBAPIError as exc:
-            if error_code(exc) in PERMISSION_ERRORS:
-                conn.rollback()
-                return False
-            raise
-    return True
 
 
 def select_meta(key: str) -> Any:

@@ -1,8 +1,8 @@
-"""The runner's prepared single-row writes: a job row's UPDATE and a run row's outcome.
-
-Hot-path statements are built once and executed with parameters: building an
-UPDATE with literal values costs more Python time than the round trip.
-(MySQL/MariaDB batches write their rows in raw SQL: backends/mysql_batch.py.)
+"""The prepared UPDATEs of the runners' hot path, built once and executed with parameters
+(``update_job``, ``run_update_stmt``): building an UPDATE with literal values costs more
+Python time than the round trip. SQLAlchemy Core on the schema's tables, one text for
+every database; the claimer and SQLite's claim and record use them. (MySQL/MariaDB
+batches write their rows in raw SQL: backends/mysql/batch.py.)
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ codes."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import signal
 import sys
@@ -18,17 +19,11 @@ from jobtui.core.alerts import DEFAULT_TIMEOUT as DEFAULT_ALERT_TIMEOUT
 from jobtui.core.alerts import Event
 from jobtui.core.errors import InvalidInput
 from jobtui.core.metrics import Metrics
-from jobtui.core.runner import (
-    DEFAULT_HEARTBEAT_TIMEOUT,
-    DEFAULT_LEAD,
-    DEFAULT_OWNER_SHARE,
-    DEFAULT_POLL,
-    DEFAULT_THREADS,
-    RunnerPool,
-)
-from jobtui.core.runresult import RunResult
-from jobtui.core.sharing import DEFAULT_GRACE
-from jobtui.core.store import JobStore, Retention
+from jobtui.core.retention import Retention
+from jobtui.core.runner.config import DEFAULTS, PoolConfig
+from jobtui.core.runner.pool import RunnerPool
+from jobtui.core.runner.runresult import RunResult
+from jobtui.core.store import JobStore
 from jobtui.core.timeutil import iso
 
 WORKER_LOG = logging.getLogger("jobtui.worker")
@@ -106,16 +101,10 @@ class _RunLog:
 
 def worker_main(
     store: JobStore,
+    config: PoolConfig = DEFAULTS,
     *,
-    threads: int = DEFAULT_THREADS,
-    poll: float = DEFAULT_POLL,
-    name: str | None = None,
     grace: float = 10.0,
-    heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT,
     retention: Retention | None = None,
-    lead: float = DEFAULT_LEAD,
-    owner_share: float = DEFAULT_OWNER_SHARE,
-    takeover_grace: float = DEFAULT_GRACE,
     log_format: str = "text",
     alerts: bool = True,
     alert_timeout: float = DEFAULT_ALERT_TIMEOUT,
@@ -124,25 +113,17 @@ def worker_main(
     """Run a pool headless until SIGTERM/SIGINT (``jobtui worker``): one log line per run
     and per state change (``oplog``), alerts sent (``alerting``), systemd told when it is
     ready, alive and stopping (``sdnotify``); ``metrics`` (already serving) observe the
-    pool."""
+    pool. ``config``: the pool's settings (named ``worker`` when it names none)."""
     stop = threading.Event()
+    config = dataclasses.replace(config, name=config.name or "worker")
+    threads, heartbeat_timeout, lead = config.threads, config.heartbeat_timeout, config.lead
 
     def on_signal(signum: int, _frame: Any) -> None:
         stop.set()
 
     handler = oplog.configure(log_format)
     pool = RunnerPool(
-        store,
-        threads=threads,
-        poll=poll,
-        name=name or "worker",
-        heartbeat_timeout=heartbeat_timeout,
-        on_run=_RunLog(handler.formatter),
-        observer=metrics,
-        retention=retention,
-        lead=lead,
-        owner_share=owner_share,
-        takeover_grace=takeover_grace,
+        store, config, on_run=_RunLog(handler.formatter), observer=metrics, retention=retention
     )
     notifier = sdnotify.Notifier.from_env()
     dispatcher: AlertDispatcher | None = None
@@ -234,7 +215,7 @@ def _log_alert(event: Event, results: dict[str, str]) -> None:
 
 
 def run_foreground(
-    store: JobStore, name: str, *, owner: str | None = None, poll: float = DEFAULT_POLL
+    store: JobStore, name: str, *, owner: str | None = None, poll: float = DEFAULTS.poll
 ) -> int:
     """Run one job's schedule in the foreground (``jobtui run NAME``), holding its lock.
 
@@ -248,7 +229,8 @@ def run_foreground(
     if job.problem is not None:  # never run: no session would ever end
         raise InvalidInput(f"job {name!r} is not run until its row is fixed: {job.problem}")
 
-    pool = RunnerPool(store, threads=1, poll=poll, name=f"run:{name}", job_id=job.id, hold=True)
+    config = PoolConfig(threads=1, poll=poll, name=f"run:{name}", job_id=job.id, hold=True)
+    pool = RunnerPool(store, config)
     pool.on_run = _RunLog()
     code = EXIT_FINISHED
     pool.start()

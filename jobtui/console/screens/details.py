@@ -21,10 +21,10 @@ from jobtui.console.messages import ClockTicked, DetailsLoaded, JobsUpdated
 from jobtui.console.screens.job_actions import JOB_BINDINGS, JobActions
 from jobtui.console.widgets.footer import KeyFooter
 from jobtui.core.errors import JobtuiError
-from jobtui.core.expressions import why_no_runs
 from jobtui.core.model import Job
 from jobtui.core.showtime import shown_next_run
 from jobtui.core.store import JobStore
+from jobtui.core.store.expressions import why_no_runs
 
 HISTORY_LIMIT = 50
 

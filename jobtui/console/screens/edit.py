@@ -22,11 +22,11 @@ from textual.widgets import Button, Input, Label, Select, Static
 from jobtui.console import formatting as fmt
 from jobtui.core import alerts
 from jobtui.core.errors import InvalidInput, JobtuiError
-from jobtui.core.expressions import why_no_runs
 from jobtui.core.jobdefs import as_changed, check_description, check_max_failures
 from jobtui.core.model import Job, Schedule, What, check_job_name
 from jobtui.core.schedules import make_schedule
 from jobtui.core.store import JobStore
+from jobtui.core.store.expressions import why_no_runs
 from jobtui.core.timeutil import parse_when
 
 WHAT_KINDS = [("SQL statement", "sql"), ("Python action", "action"), ("Procedure call", "call")]
@@ -131,8 +131,68 @@ class EditScreen(ModalScreen[JobForm | None]):
 
     def compose(self) -> ComposeResult:
         job = self.job
-        s = job.schedule if job else None
+        title = f"Edit {job.name}" if job else "New job"
+        with Vertical(classes="dialog form"):
+            yield Label(title, classes="title")
+            with VerticalScroll(id="form-fields"):
+                yield from self._what_fields()
+                yield from self._schedule_fields()
+                yield from self._other_fields()
+            yield Static(id="form-error")
+            yield Static(id="preview")
+            with Horizontal(classes="buttons"):
+                yield Button("Save \\[ctrl+s]", variant="primary", id="save", disabled=True)
+                yield Button("Cancel \\[esc]", id="cancel")
+
+    def _what_fields(self) -> ComposeResult:
+        """The job's name and what it runs."""
+        job = self.job
         what = job.what if job else None
+        yield from _row(
+            "Name",
+            Input(
+                job.name if job else "",
+                placeholder="letters, digits, _ . -",
+                id="name",
+                compact=True,
+                disabled=job is not None,
+                validators=[FieldCheck(check_job_name)],
+            ),
+        )
+        yield from _row(
+            "Runs",
+            Select(
+                WHAT_KINDS,
+                value=what.kind if what else "sql",
+                allow_blank=False,
+                id="what-kind",
+                compact=True,
+            ),
+        )
+        yield from _row(
+            "Target",
+            Input(
+                what.target if what else "",
+                placeholder=TARGET_HINT[what.kind if what else "sql"],
+                id="target",
+                compact=True,
+                validators=[FieldCheck(self._check_target)],
+            ),
+        )
+        yield from _row(
+            "Arguments",
+            Input(
+                shlex.join(what.args) if what else "",
+                placeholder="space separated, quote with '…' (call and action)",
+                id="args",
+                compact=True,
+                validators=[FieldCheck(self._check_args)],
+            ),
+        )
+
+    def _schedule_fields(self) -> ComposeResult:
+        """The job's schedule: its kind, value, time zone and window."""
+        s = self.job.schedule if self.job else None
         value = ""
         if s is not None:
             value = {
@@ -141,133 +201,87 @@ class EditScreen(ModalScreen[JobForm | None]):
                 "expr": s.expr or "",
                 "once": "",
             }[s.kind]
-        title = f"Edit {job.name}" if job else "New job"
-        with Vertical(classes="dialog form"):
-            yield Label(title, classes="title")
-            with VerticalScroll(id="form-fields"):
-                yield from _row(
-                    "Name",
-                    Input(
-                        job.name if job else "",
-                        placeholder="letters, digits, _ . -",
-                        id="name",
-                        compact=True,
-                        disabled=job is not None,
-                        validators=[FieldCheck(check_job_name)],
-                    ),
-                )
-                yield from _row(
-                    "Runs",
-                    Select(
-                        WHAT_KINDS,
-                        value=what.kind if what else "sql",
-                        allow_blank=False,
-                        id="what-kind",
-                        compact=True,
-                    ),
-                )
-                yield from _row(
-                    "Target",
-                    Input(
-                        what.target if what else "",
-                        placeholder=TARGET_HINT[what.kind if what else "sql"],
-                        id="target",
-                        compact=True,
-                        validators=[FieldCheck(self._check_target)],
-                    ),
-                )
-                yield from _row(
-                    "Arguments",
-                    Input(
-                        shlex.join(what.args) if what else "",
-                        placeholder="space separated, quote with '…' (call and action)",
-                        id="args",
-                        compact=True,
-                        validators=[FieldCheck(self._check_args)],
-                    ),
-                )
-                yield from _row(
-                    "Schedule",
-                    Select(
-                        SCHEDULE_KINDS,
-                        value=s.kind if s else "every",
-                        allow_blank=False,
-                        id="schedule-kind",
-                        compact=True,
-                    ),
-                )
-                yield from _row(
-                    "Value",
-                    Input(
-                        value if s else "60",
-                        placeholder=VALUE_HINT[s.kind if s else "every"],
-                        id="schedule-value",
-                        compact=True,
-                        validators=[FieldCheck(self._check_value)],
-                    ),
-                )
-                yield from _row(
-                    "Time zone",
-                    Input(
-                        (s.tz or "") if s else "",
-                        placeholder="IANA name for cron, e.g. Europe/Paris (default UTC)",
-                        id="tz",
-                        compact=True,
-                        validators=[FieldCheck(self._check_tz)],
-                    ),
-                )
-                yield from _row(
-                    "Start",
-                    Input(
-                        _iso(s.start) if s else "",
-                        placeholder="ISO 8601, e.g. 2026-12-24T18:00:00+01:00 (empty: now)",
-                        id="start",
-                        compact=True,
-                        validators=[FieldCheck(_check_when("start"))],
-                    ),
-                )
-                yield from _row(
-                    "Finish",
-                    Input(
-                        _iso(s.finish) if s else "",
-                        placeholder="ISO 8601 (empty: no end)",
-                        id="finish",
-                        compact=True,
-                        validators=[FieldCheck(_check_when("finish"))],
-                    ),
-                )
-                yield from _row(
-                    "Description",
-                    Input(
-                        job.description if job else "",
-                        id="description",
-                        compact=True,
-                        validators=[FieldCheck(check_description)],
-                    ),
-                )
-                # one row for both: the form still fits 80x24 with the alert field
-                with Horizontal(classes="field"):
-                    yield Label("Max failures", classes="label")
-                    yield Input(
-                        str(job.max_failures if job else 16),
-                        id="max-failures",
-                        compact=True,
-                        validators=[FieldCheck(check_max_failures)],
-                    )
-                    yield Label("Alert", classes="label beside")
-                    yield Input(
-                        "",
-                        id="alert",
-                        compact=True,
-                        placeholder="loading…" if job else ALERT_HINT,
-                        disabled=job is not None,
-                        validators=[FieldCheck(lambda v: alerts.from_text(v, deep=False))],
-                    )
-            yield Static(id="form-error")
-            yield Static(id="preview")
-            with Horizontal(classes="buttons"):
-                yield Button("Save \\[ctrl+s]", variant="primary", id="save", disabled=True)
-                yield Button("Cancel \\[esc]", id="cancel")
+        yield from _row(
+            "Schedule",
+            Select(
+                SCHEDULE_KINDS,
+                value=s.kind if s else "every",
+                allow_blank=False,
+                id="schedule-kind",
+                compact=True,
+            ),
+        )
+        yield from _row(
+            "Value",
+            Input(
+                value if s else "60",
+                placeholder=VALUE_HINT[s.kind if s else "every"],
+                id="schedule-value",
+                compact=True,
+                validators=[FieldCheck(self._check_value)],
+            ),
+        )
+        yield from _row(
+            "Time zone",
+            Input(
+                (s.tz or "") if s else "",
+                placeholder="IANA name for cron, e.g. Europe/Paris (default UTC)",
+                id="tz",
+                compact=True,
+                validators=[FieldCheck(self._check_tz)],
+            ),
+        )
+        yield from _row(
+            "Start",
+            Input(
+                _iso(s.start) if s else "",
+                placeholder="ISO 8601, e.g. 2026-12-24T18:00:00+01:00 (empty: now)",
+                id="start",
+                compact=True,
+                validators=[FieldCheck(_check_when("start"))],
+            ),
+        )
+        yield from _row(
+            "Finish",
+            Input(
+                _iso(s.finish) if s else "",
+                placeholder="ISO 8601 (empty: no end)",
+                id="finish",
+                compact=True,
+                validators=[FieldCheck(_check_when("finish"))],
+            ),
+        )
+
+    def _other_fields(self) -> ComposeResult:
+        """The description, how many failures make it broken, and where its alerts go."""
+        job = self.job
+        yield from _row(
+            "Description",
+            Input(
+                job.description if job else "",
+                id="description",
+                compact=True,
+                validators=[FieldCheck(check_description)],
+            ),
+        )
+        # one row for both: the form still fits 80x24 with the alert field
+        with Horizontal(classes="field"):
+            yield Label("Max failures", classes="label")
+            yield Input(
+                str(job.max_failures if job else 16),
+                id="max-failures",
+                compact=True,
+                validators=[FieldCheck(check_max_failures)],
+            )
+            yield Label("Alert", classes="label beside")
+            yield Input(
+                "",
+                id="alert",
+                compact=True,
+                placeholder="loading…" if job else ALERT_HINT,
+                disabled=job is not None,
+                validators=[FieldCheck(lambda v: alerts.from_text(v, deep=False))],
+            )
 
     def on_mount(self) -> None:
         self._opened_with = {i.id: i.value for i in self.query(Input) if i.id}

@@ -9,7 +9,7 @@ thread hands over the changed rows' sort keys and the widest cell of each
 column (``job_cells.prepare``): columns only widen, as DataTable's do.
 
 Public Textual API only (``ScrollView``, ``render_line``, ``virtual_size``,
-component classes, ``notify_style_update``): tests/test_console_privates.py
+component classes, ``notify_style_update``): tests/architecture/test_console_privates.py
 checks that nothing in jobtui/console reaches into Textual's underscored
 internals. The look is DataTable's (styles/app.tcss: ``jobtable--*``
 component classes over theme variables), so every built-in theme works.

@@ -2,7 +2,7 @@
 
 Capabilities are class attributes (as harlequin's adapters and APScheduler's
 SQLAlchemy store keep them); everything else is a method whose statements
-differ between databases. Each implementation (mysql.py, sqlite.py) is the one
+differ between databases. Each implementation (mysql/backend.py, sqlite/backend.py) is the one
 place its database's dialect is spoken.
 """
 
@@ -18,12 +18,15 @@ from sqlalchemy import Table
 from sqlalchemy.engine import URL, Connection, Engine, RootTransaction
 
 from jobtui.core import bookkeeping, schema
-from jobtui.core.db import make_engine
+from jobtui.core.db import parse_url
+from jobtui.core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from jobtui.core import routines
-    from jobtui.core.model import Job, What
-    from jobtui.core.privileges import Rights
+    from collections.abc import Iterable
+
+    from jobtui.core import owner_code
+    from jobtui.core.accounts import Rights
+    from jobtui.core.model import Job, Schedule, What
 
 
 T = TypeVar("T")
@@ -54,6 +57,107 @@ FinishRow = Callable[[Any, "Job | None", Any], "dict[str, Any] | None"]
 RunOutcome = tuple[int, Any, dict[str, Any], Any]
 
 
+class JobRoutines:
+    """The routines a job runs as: an optional part of a backend (``Backend.job_routines``).
+
+    This is its null form, for a database whose jobs run as they are (SQLite): nothing
+    to create, hold or drop. MySQL/MariaDB's creates the owner's DEFINER routines in
+    the owner's own session (backends/mysql/routines.py, docs/privileges.md).
+    """
+
+    #: Jobs run as routines of their own: a new row waits (next_run NULL) until they exist.
+    present: ClassVar[bool] = False
+
+    def needed(self, what: What, schedule: Schedule) -> bool:
+        """Whether a job with this definition runs as routines of its own."""
+        return False
+
+    def install(
+        self,
+        job_id: int,
+        what: What | None,
+        schedule: Schedule | None,
+        *,
+        session_role: bool = True,
+    ) -> tuple[list[Any], list[Any]]:
+        """Create job ``job_id``'s routines for ``what`` and an expr ``schedule`` (either
+        None: not given) in a session of the backend's engine (the owner's): (wanted,
+        created). A refusal raises InvalidInput, nothing left behind."""
+        return [], []
+
+    def drop(
+        self, job_id: int, *, keep: list[Any] | None = None, only: list[Any] | None = None
+    ) -> None:
+        """Drop the job's routines other than ``keep`` (or exactly ``only``); a failure is
+        logged, never raised."""
+
+    def drop_replaced(self, job_id: int, keep: list[Any], *, what: bool, expr: bool) -> None:
+        """Drop the job's routines of the kinds a change replaced (``what``: its
+        procedure, ``expr``: its expression's function) other than ``keep``."""
+
+    def install_missing(self, jobs: Iterable[Job]) -> int:
+        """Create the routines ``jobs`` need and lack; how many were created."""
+        return 0
+
+
+class SQLInterface:
+    """What the runners tend of the SQL interface with DBMS_JOB's shape (docs/sql.md): an
+    optional part of a backend (``Backend.sql_interface``).
+
+    This is its null form, for a database without one (SQLite): no job is submitted
+    through SQL, so none waits for a runner to give it its first slot, and no SQL
+    session runs a job. MySQL/MariaDB's is ``mysql/sqlapi/interface.py``.
+    """
+
+    def unarmed(self, engine: Engine, now: datetime) -> list[int]:
+        """The ids of cron jobs submitted through SQL that wait for their first slot as
+        at ``now``: a plain read on a connection of ``engine``'s."""
+        return []
+
+    def arm(self, conn: Connection, job_id: int, now: datetime) -> bool:
+        """Give unarmed cron job ``job_id`` its first slot, under its row lock, in the
+        caller's transaction on ``conn`` (False: nothing to arm, or its row has a problem,
+        which then marks it broken)."""
+        return False
+
+    def is_session(self, runner_id: str) -> bool:
+        """Whether ``runner_id`` (a run's holder) is a SQL session's ``CALL run``, alive as
+        long as it holds the job's named lock, rather than a runner."""
+        return False
+
+
+class Grants:
+    """The grants that make an account a jobtui operator, admin or runner, and the Python
+    actions its jobs may use: an optional part of a backend (``Backend.grants``).
+
+    This is its null form, for a database without accounts (SQLite): nothing to grant,
+    and asking for statements refuses. MySQL/MariaDB's builds the roles' GRANTs and
+    the allow-list's rows (backends/mysql/grants.py, docs/privileges.md).
+    """
+
+    #: Accounts exist, so `jobtui grant` has statements to print.
+    present: ClassVar[bool] = False
+
+    def role_statements(self, kind: str, account: str, database: str) -> list[str]:
+        """The statements that make ``account`` a jobtui ``kind`` (operator, admin or
+        runner) of ``database``."""
+        raise InvalidInput("this database has no accounts: there are no roles to grant")
+
+    def action_statements(
+        self,
+        account: str,
+        database: str,
+        *,
+        grant: Iterable[str] = (),
+        revoke: Iterable[str] = (),
+    ) -> list[str]:
+        """The statements that allow (``grant``) or take back (``revoke``) action patterns
+        for ``account``'s jobs."""
+        raise InvalidInput(
+            "this database has no accounts: every registered action is allowed to every job"
+        )
+
+
 class Backend(ABC):
     """One database's way of doing what jobtui needs."""
 
@@ -63,15 +167,38 @@ class Backend(ABC):
     has_accounts: ClassVar[bool]
     #: Exclusivity rests on named locks (GET_LOCK) held by a connection; else on row leases.
     named_locks: ClassVar[bool]
+    #: The admins' allow-list (``jobtui_action_grant``) binds each owner: an owner's own
+    #: alert command runs only where a pattern allows it. Without accounts every job is
+    #: the OS login's own and nobody is kept apart, so there is nobody to refuse.
+    action_allow_list: ClassVar[bool] = False
     #: The server has its own scheduler's events (jobtui.core.events); else why not.
     has_events: ClassVar[bool] = True
     #: A Galera cluster (every node a primary): exclusivity by row leases certified at
     #: commit, a dead runner's statement killed on its node before its job is released.
     cluster: ClassVar[bool] = False
+    #: Owner code (a job's routine, its expression) runs on a runner's second connection,
+    #: the executor, apart from the bookkeeping's (jobtui.core.runner.session).
+    separate_executor: ClassVar[bool] = False
     no_events: ClassVar[str] = ""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+
+    @property
+    def job_routines(self) -> JobRoutines:
+        """The routines jobs run as (an optional part: ``JobRoutines``, null here)."""
+        return JobRoutines()
+
+    @property
+    def sql_interface(self) -> SQLInterface:
+        """The SQL interface's part in the runners' work (an optional part:
+        ``SQLInterface``, null here)."""
+        return SQLInterface()
+
+    @property
+    def grants(self) -> Grants:
+        """The accounts' grants (an optional part: ``Grants``, null here)."""
+        return Grants()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -117,6 +244,11 @@ class Backend(ABC):
         (PermissionDenied when it may read neither)."""
         raise NotImplementedError
 
+    def readable_runners(self, *, sees_all: bool) -> Table:
+        """The runner table as this account reads it: the table itself, or (``sees_all``
+        False, an operator) whatever this database gives operators instead."""
+        return schema.runner  # a default: every account reads the table
+
     @abstractmethod
     def prune_lock(self, lock_key: Callable[[], str], wait: float) -> AbstractContextManager[bool]:
         """Hold the right to prune the run log for the ``with`` block: True when this
@@ -126,10 +258,17 @@ class Backend(ABC):
 
     @abstractmethod
     def evaluate_expr(
-        self, conn: Connection, expr: str, now: datetime, *, job: Job | None, schema_name: str
+        self,
+        conn: Connection,
+        expr: str,
+        now: datetime,
+        *,
+        job: Job | None,
+        schema_name: str,
+        run_conn: Connection | None = None,
     ) -> Any:
         """The raw value of the date expression ``expr`` as at ``now``, bounded in time
-        (``routines.EXPR_TIMEOUT``) and size; with ``job``, the job's own expression
+        (``owner_code.EXPR_TIMEOUT``) and size; with ``job``, the job's own expression
         (evaluated as its owner where routines exist, verified first in ``schema_name``).
         Errors are SQLAlchemy's (``timed_out`` tells a timeout) or RoutineRefused."""
         raise NotImplementedError
@@ -181,7 +320,7 @@ class Backend(ABC):
     @abstractmethod
     def read_events(self, conn: Connection, schema: str | None) -> list[dict[str, Any]]:
         """The server's Event Scheduler events this account sees (of ``schema`` only when
-        given), one dict per event (``mysql_events.read_events``'s columns); InvalidInput
+        given), one dict per event (``mysql.events.read_events``'s columns); InvalidInput
         where the database has no events."""
         raise NotImplementedError
 
@@ -229,6 +368,11 @@ class Backend(ABC):
         """The server's id of a runner's new connection (what KILL QUERY names), or None
         where there is none. Leaves no transaction open."""
         return None
+
+    def executor_session(self, conn: Connection, role: str | None) -> None:
+        """Narrow a runner's executor connection (new, or just reset) to ``role`` before
+        owner code runs on it. Leaves no transaction open."""
+        return None  # a default: nothing to narrow
 
     def reset_session(self, conn: Connection) -> None:
         """Give a runner's connection (no transaction open) back the session of a new
@@ -284,7 +428,7 @@ class Backend(ABC):
         ``plan`` made for them.
 
         Each row is locked and read, mapped to a Job, and planned; a row with a problem
-        (jobtui.core.rows) is never planned: it goes to ``problems`` (id -> problem)
+        (jobtui.core.row_checks) is never planned: it goes to ``problems`` (id -> problem)
         unless it is running. The claimed rows get ``plan``'s values (only while still
         idle), their run-log rows are inserted (UNIQUE slot: a duplicate raises). Named
         locks taken go to ``locked`` while held (the caller releases them after a
@@ -331,7 +475,7 @@ class Backend(ABC):
 
     def verify_routines(
         self, own: Callable[[], Connection], schema_name: str, jobs: Sequence[Job]
-    ) -> dict[int, routines.Verdict]:
+    ) -> dict[int, owner_code.Verdict]:
         """The verified routine of each call/sql job (job id -> verdict), on the batch's
         own connection; empty where jobs do not run as their owner's routines."""
         return {}
@@ -342,7 +486,7 @@ class Backend(ABC):
         conn: Connection,
         what: What,
         *,
-        routine: routines.Verdict | None,
+        routine: owner_code.Verdict | None,
         schema_name: str,
     ) -> None:
         """Run a call/sql job's statement on ``conn`` inside the caller's transaction,
@@ -393,11 +537,11 @@ class Backend(ABC):
     def pool_engine(self, url: str, pool_size: int) -> Engine:
         """The engine a runner pool claims, runs and records on: its own, with
         ``pool_size`` connections (its threads hold one each)."""
-        return make_engine(url, pool_size=pool_size)
+        return type(self).create_engine(parse_url(url), pool_size=pool_size)
 
     @abstractmethod
     def lock_scope(self, engine: Engine, lock_key: Callable[[], str]) -> tuple[str, str]:
-        """What a pool's job lock names are made of (``claims.lock_name``), read once
+        """What a pool's job lock names are made of (``lock_names.lock_name``), read once
         when it starts: the schema ``engine`` works in and the key ``lock_key()``; both
         empty where there are no named locks."""
         raise NotImplementedError
@@ -412,6 +556,12 @@ class Backend(ABC):
     def retrying(self, what: str, attempt: Callable[[], T]) -> T:
         """``attempt()`` (a transaction of its own); a Galera cluster tries it again after
         a certification abort or a node leaving (``galera.retried``)."""
+        return attempt()
+
+    def retried(self, what: str, attempt: Callable[[], T]) -> T:
+        """``attempt()`` (a short transaction that comes again soon anyway: a heartbeat);
+        a Galera cluster tries it again a few times, fewer than ``retrying``, after a
+        certification abort or a node leaving (``galera.retried``)."""
         return attempt()
 
     def leased_elsewhere(self, row: Any, runner_id: str, now: datetime) -> bool:
