@@ -5,7 +5,7 @@
 Makes a fresh demo database in a temporary directory, runs the real
 ``jobtui serve --runners 3`` on a free loopback port, opens its page in
 Debian's headless ``chromium`` (driven over its DevTools protocol by
-tests/browser.py), lets the jobs cycle, presses a key so the page has the
+tests/support/browser.py), lets the jobs cycle, presses a key so the page has the
 focus (the footer shows its keys then), and saves what the page shows as a
 PNG. Nothing is drawn by hand; run it again after a visual change.
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from browser import Chromium  # noqa: E402
+from support.browser import Chromium  # noqa: E402
 
 from jobtui.console.demo import create_demo  # noqa: E402
 
