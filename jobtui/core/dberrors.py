@@ -6,10 +6,12 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar
 
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
 from jobtui.core.db import mask_text
@@ -59,6 +61,27 @@ def error_code(exc: BaseException) -> int | None:
     orig: Any = getattr(exc, "orig", None) or exc
     args = getattr(orig, "args", ())
     return args[0] if args and isinstance(args[0], int) else None
+
+
+class Refusal:
+    """What ``unless_refused`` saw: ``refused`` is True when the account may not."""
+
+    refused = False
+
+
+@contextmanager
+def unless_refused(conn: Connection) -> Iterator[Refusal]:
+    """A block this account may not be allowed to run (create views, write the secret):
+    a permission error rolls ``conn`` back and sets the yielded ``Refusal``; any
+    other error goes on."""
+    outcome = Refusal()
+    try:
+        yield outcome
+    except DBAPIError as exc:
+        if error_code(exc) not in PERMISSION_ERRORS:
+            raise
+        conn.rollback()
+        outcome.refused = True
 
 
 def short_error(exc: BaseException) -> str:

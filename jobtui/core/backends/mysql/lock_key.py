@@ -8,9 +8,8 @@ import secrets
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError
 
-from jobtui.core.dberrors import PERMISSION_ERRORS, error_code
+from jobtui.core.dberrors import unless_refused
 from jobtui.core.schema import LOCK_KEY, secret
 
 
@@ -21,19 +20,13 @@ def ensure_lock_key(engine: Engine) -> bool:
     write ``jobtui_secret``: it leaves it to ``jobtui init`` by an admin.
     INSERT IGNORE: two admins initialising at once keep one key.
     """
-    with engine.connect() as conn:
-        try:
-            found = conn.execute(select(secret.c.value).where(secret.c.key == LOCK_KEY)).scalar()
-            if found is None:
-                conn.execute(
-                    secret.insert()
-                    .prefix_with("IGNORE")
-                    .values(key=LOCK_KEY, value=secrets.token_hex(32))
-                )
-            conn.commit()
-        except DBAPIError as exc:
-            if error_code(exc) in PERMISSION_ERRORS:
-                conn.rollback()
-                return False
-            raise
-    return True
+    with engine.connect() as conn, unless_refused(conn) as outcome:
+        found = conn.execute(select(secret.c.value).where(secret.c.key == LOCK_KEY)).scalar()
+        if found is None:
+            conn.execute(
+                secret.insert()
+                .prefix_with("IGNORE")
+                .values(key=LOCK_KEY, value=secrets.token_hex(32))
+            )
+        conn.commit()
+    return not outcome.refused

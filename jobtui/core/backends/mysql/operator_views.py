@@ -9,7 +9,6 @@ import hashlib
 
 from sqlalchemy import Column, MetaData, Table, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError
 
 from jobtui.core import accounts
 from jobtui.core.backends.mysql.owner_index import (
@@ -17,7 +16,7 @@ from jobtui.core.backends.mysql.owner_index import (
     owner_indexed_from,
     owner_matches_invoker_sql,
 )
-from jobtui.core.dberrors import PERMISSION_ERRORS, error_code
+from jobtui.core.dberrors import unless_refused
 from jobtui.core.schema import BOOKKEEPING_COLUMNS, job, put_meta, run, runner, select_meta
 
 USER_JOB_VIEW = "jobtui_user_job"
@@ -110,15 +109,10 @@ def ensure_views(engine: Engine) -> bool:
             return True
         role, database = conn.execute(text("SELECT CURRENT_ROLE(), DATABASE()")).one()
         definer_role = role is not None and role == accounts.admin_role(str(database))
-        try:
+        with unless_refused(conn) as outcome:
             for name, base in ((USER_JOB_VIEW, job), (USER_RUN_VIEW, run)):
                 conn.execute(text(view_ddl(name, base, definer_role=definer_role)))
             conn.execute(text(runners_view_ddl(definer_role=definer_role)))
             put_meta(conn, VIEWS_KEY, digest)
             conn.commit()
-        except DBAPIError as exc:
-            if error_code(exc) in PERMISSION_ERRORS:
-                conn.rollback()
-                return False
-            raise
-    return True
+    return not outcome.refused

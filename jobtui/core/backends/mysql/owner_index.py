@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError
 
-from jobtui.core.dberrors import PERMISSION_ERRORS, error_code
+from jobtui.core.dberrors import unless_refused
 from jobtui.core.schema import job
 
 
@@ -114,7 +113,7 @@ def ensure_owner_index(engine: Engine) -> bool:
         }
         conn.rollback()
         missing = [c for c in BOOKKEEPING_DEFAULTS if defaults.get(c) in (None, "NULL")]
-        try:
+        with unless_refused(conn) as outcome:
             for table in OWNER_INDEX:
                 if table not in have:
                     conn.execute(text(owner_user_ddl(table)))
@@ -123,9 +122,4 @@ def ensure_owner_index(engine: Engine) -> bool:
                     f"ALTER COLUMN `{c}` SET DEFAULT {BOOKKEEPING_DEFAULTS[c]}" for c in missing
                 )
                 conn.execute(text(f"ALTER TABLE `{job.name}` {sets}"))
-        except DBAPIError as exc:
-            if error_code(exc) in PERMISSION_ERRORS:
-                conn.rollback()
-                return False
-            raise
-    return True
+    return not outcome.refused

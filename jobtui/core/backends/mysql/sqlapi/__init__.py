@@ -15,7 +15,7 @@ from sqlalchemy.exc import DBAPIError
 
 from jobtui.core import accounts, schema
 from jobtui.core.backends.mysql.sqlapi import calls, keeper, owngrant, procedures, setalert, views
-from jobtui.core.dberrors import PERMISSION_ERRORS, error_code
+from jobtui.core.dberrors import unless_refused
 
 SQL_API_KEY = "sql_api"  # jobtui_meta: a digest of the SQL interface's DDL
 
@@ -47,7 +47,7 @@ def ensure_sql_api(engine: Engine) -> bool:
         conn.rollback()
         if stored == digest:
             return True
-        try:
+        with unless_refused(conn) as outcome:
             raw = conn.connection.dbapi_connection
             assert raw is not None
             cur = raw.cursor()  # no parameters: the driver leaves % signs alone
@@ -63,9 +63,4 @@ def ensure_sql_api(engine: Engine) -> bool:
                 cur.close()
             schema.put_meta(conn, SQL_API_KEY, digest)
             conn.commit()
-        except DBAPIError as exc:
-            if error_code(exc) in PERMISSION_ERRORS:
-                conn.rollback()
-                return False
-            raise
-    return True
+    return not outcome.refused
