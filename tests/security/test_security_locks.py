@@ -24,6 +24,7 @@ from support.procs import wait_for
 from jobtui.core import accounts, schema
 from jobtui.core.backends.mysql import operator_views, owner_index
 from jobtui.core.model import Outcome, What
+from jobtui.core.runner import session as session_module
 from jobtui.core.runner.pool import RunnerPool
 from jobtui.core.runner.session import Session
 from jobtui.core.store import open_store
@@ -512,4 +513,41 @@ def test_the_executor_connection_can_do_nothing_but_call_routines(server: Server
     finally:
         session.discard()
         other.close()
+        runner.close()
+
+
+@pytest.mark.mariadb
+def test_an_executor_without_its_role_asks_again_only_after_a_while(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A runner account that lacks the executor role (granted by an older version) keeps
+    its default role on the executor connection. A batch's session reset does not ask
+    for the role again (a refused round trip a batch) until ROLE_RETRY has passed; a
+    role granted meanwhile is then taken up, without a reconnect."""
+    role = accounts.executor_role(server.database)
+    account = f"'{server.names['run']}'@'%'"
+    root_sql(server, f"REVOKE `{role}` FROM {account}")
+    monkeypatch.setattr(session_module, "ROLE_RETRY", 1.5)
+    runner = server.store("run")
+    session = Session(runner.engine, runner.backend, role=role)
+
+    def current_role() -> object:
+        with session.executor().connection.dbapi_connection.cursor() as cur:
+            cur.execute("SELECT CURRENT_ROLE()")
+            return cur.fetchone()[0]
+
+    try:
+        assert current_role() == accounts.role_name("runner", server.database)
+        cid = session.exec_cid
+        root_sql(server, f"GRANT `{role}` TO {account}")
+        session.dirty = True
+        session.reset()  # within ROLE_RETRY: not asked again
+        assert current_role() == accounts.role_name("runner", server.database)
+        time.sleep(max(0.0, session.role_retry - time.monotonic()) + 0.1)
+        session.dirty = True
+        session.reset()  # asked again: the role granted meanwhile is set
+        assert current_role() == role
+        assert session.exec_cid == cid  # the same connection, reset, not a new one
+    finally:
+        session.discard()
         runner.close()

@@ -369,10 +369,11 @@ class Backend(ABC):
         where there is none. Leaves no transaction open."""
         return None
 
-    def executor_session(self, conn: Connection, role: str | None) -> None:
+    def executor_session(self, conn: Connection, role: str | None) -> bool:
         """Narrow a runner's executor connection (new, or just reset) to ``role`` before
-        owner code runs on it. Leaves no transaction open."""
-        return None  # a default: nothing to narrow
+        owner code runs on it. Leaves no transaction open. False when the account does
+        not hold the role (the connection keeps the account's default one)."""
+        return True  # a default: nothing to narrow
 
     def reset_session(self, conn: Connection) -> None:
         """Give a runner's connection (no transaction open) back the session of a new

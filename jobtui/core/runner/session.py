@@ -15,6 +15,7 @@ batch. An abort interrupts the statement running on it. docs/privileges.md,
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +26,11 @@ from jobtui.core.backends import Backend
 from jobtui.core.dberrors import describe
 
 log = logging.getLogger("jobtui.runner")
+
+#: Seconds an executor connection whose account lacked the executor role runs without
+#: asking for it again (each ask is a round trip, and a batch resets the session): a
+#: role granted meanwhile is taken up within this long.
+ROLE_RETRY = 60.0
 
 
 @dataclass(eq=False)
@@ -39,6 +45,7 @@ class Session:
     role: str | None = None  # the executor connection's role (MySQL/MariaDB)
     exec_conn: Connection | None = None  # the executor (separate_executor backends)
     exec_cid: int | None = None  # its server id: what KILL QUERY names, the run's sid
+    role_retry: float = 0.0  # monotonic: the role refused, not asked for again before this
 
     def get(self) -> Connection:
         if self.conn is not None and (self.conn.closed or self.conn.invalidated):
@@ -53,7 +60,7 @@ class Session:
         try:
             cid = self.backend.connection_id(conn)
             if role:
-                self.backend.executor_session(conn, self.role)
+                self._narrow(conn, again=False)
         except Exception:
             conn.close()
             raise
@@ -128,12 +135,22 @@ class Session:
             if conn.in_transaction():
                 conn.rollback()
             self.backend.reset_session(conn)
-            self.backend.executor_session(conn, self.role)
+            self._narrow(conn)
         except Exception as exc:
             log.warning(
                 "could not reset a runner's executor session (reconnecting): %s", describe(exc)
             )
             self.discard_executor()
+
+    def _narrow(self, conn: Connection, *, again: bool = True) -> None:
+        """Set the executor role on ``conn`` (``Backend.executor_session``). After the
+        account was found without it, not asked for again (``again``: after a reset) for
+        ROLE_RETRY seconds; the connection keeps the account's default role meanwhile,
+        as after a refusal."""
+        if again and time.monotonic() < self.role_retry:
+            return
+        if not self.backend.executor_session(conn, self.role):
+            self.role_retry = time.monotonic() + ROLE_RETRY
 
     def discard_executor(self) -> None:
         conn, self.exec_conn, self.exec_cid = self.exec_conn, None, None

@@ -401,18 +401,20 @@ class MySQLBackend(Backend):
     def reset_session(self, conn: Connection) -> None:
         reset_mysql_session(conn.connection.dbapi_connection)
 
-    def executor_session(self, conn: Connection, role: str | None) -> None:
+    def executor_session(self, conn: Connection, role: str | None) -> bool:
         """``SET ROLE`` the executor role (EXECUTE on the jobtui database, nothing else):
-        owner code runs on a connection that can do nothing worth borrowing. An account
-        that does not hold the role (granted before it existed, or not a runner account)
-        keeps its default role, told once: `jobtui grant ACCOUNT --runner` grants it."""
+        owner code runs on a connection that can do nothing worth borrowing. One round
+        trip: the statement goes through the driver's own cursor, as a SET opens no
+        transaction and leaves nothing to commit. An account that does not hold the
+        role (granted before it existed, or not a runner account) keeps its default
+        role, told once: `jobtui grant ACCOUNT --runner` grants it; then False."""
         if role is None:
-            return
+            return True
+        raw: Any = conn.connection.dbapi_connection  # PyMySQL's
         try:
-            conn.exec_driver_sql(f"SET ROLE {quote_identifier(role)}")  # our own name
-            conn.commit()
-        except DBAPIError as exc:
-            conn.rollback()
+            with raw.cursor() as cur:
+                cur.execute(f"SET ROLE {quote_identifier(role)}")  # our own name
+        except Exception as exc:  # the driver's own error: no statement of ours is open
             if error_code(exc) != INVALID_ROLE:
                 raise
             if role not in _role_warned:
@@ -424,6 +426,8 @@ class MySQLBackend(Backend):
                     "on the jobtui database (docs/privileges.md)",
                     role,
                 )
+            return False
+        return True
 
     def take_locks(self, conn: Connection, names: Sequence[str]) -> list[bool]:
         """Try once (no wait) to take each named lock on ``conn``, in one round trip:
