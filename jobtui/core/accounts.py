@@ -33,6 +33,7 @@ class Rights:
     active: tuple[str, ...]
     superuser: bool
     exists: bool = True  # False: the server knows no such account
+    executor: bool = False  # holds the executor role (a runner's executor connection sets it)
 
 
 KINDS = ("operator", "admin", "runner")

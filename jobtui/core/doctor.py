@@ -243,6 +243,10 @@ def _runner_account(store: JobStore, options: Options) -> Check:
     if options.runner_account is None:
         problem = store.run_rights_problem()
         if problem is None and store.sees_all:
+            with store.engine.connect() as conn:
+                own = store.backend.account_rights(conn, None)
+            if own is not None and _lacks_executor(own):
+                return _no_executor(name, store.owner)
             return Check(name, OK, f"skipped: this account ({store.owner}) may run jobs itself")
         return Check(
             name,
@@ -265,6 +269,8 @@ def _runner_account(store: JobStore, options: Options) -> Check:
         )
     if not rights.exists:
         return Check(name, FAIL, f"{who}: the server knows no such account", "check the name")
+    if _lacks_executor(rights):
+        return _no_executor(name, who)
     if rights.superuser or "runner" in rights.active:
         how = "a superuser (ALL PRIVILEGES)" if rights.superuser else "the runner role, active"
         return Check(name, OK, f"{who}: {how}")
@@ -272,6 +278,23 @@ def _runner_account(store: JobStore, options: Options) -> Check:
     if "runner" in rights.granted:
         return Check(name, FAIL, f"{who}: the runner role is granted but not its default", hint)
     return Check(name, FAIL, f"{who}: no runner role on this database", hint)
+
+
+def _lacks_executor(rights: Rights) -> bool:
+    """A runner account (not a superuser) without the executor role: its runners' executor
+    connections keep the runner role while owner code runs (docs/privileges.md, Rule 6)."""
+    return "runner" in rights.active and not rights.superuser and not rights.executor
+
+
+def _no_executor(name: str, who: str) -> Check:
+    return Check(
+        name,
+        WARN,
+        f"{who}: the runner role, active, but not the executor role: owner code runs on "
+        "a connection with the runner role's rights, not EXECUTE alone",
+        f"an admin runs `jobtui grant {who} --runner --apply` again (it grants the "
+        "executor role, which older versions did not)",
+    )
 
 
 def _event_scheduler(store: JobStore) -> Check:

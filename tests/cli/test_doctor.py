@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.accounts import Server
+from support.accounts import Server, grant_kind, root_sql
 from support.mariadb import admin_connection
 from support.procs import Worker, wait_for
 
 from jobtui.cli import main
+from jobtui.core import accounts, migrations, schema
 from jobtui.core import doctor as doctor_core
-from jobtui.core import migrations, schema
 from jobtui.core.model import What
 from jobtui.core.schedules import make_schedule
 from jobtui.core.store import JobStore, open_store
@@ -210,6 +210,22 @@ def test_accounts(server: Server, capsys: pytest.CaptureFixture[str]) -> None:
     code, checks = doctor(server.url, capsys, "--runner-account", server.names["run"])
     assert checks["runner account"]["status"] == "ok", checks["runner account"]
     assert "the runner role, active" in checks["runner account"]["detail"]
+    # a runner account without the executor role (granted by an older version): a warning,
+    # from root and from the runner itself, until `jobtui grant --runner` is run again
+    executor = accounts.executor_role(server.database)
+    root_sql(server, f"REVOKE `{executor}` FROM '{server.names['run']}'@'%'")
+    code, checks = doctor(server.url, capsys, "--runner-account", server.names["run"])
+    assert checks["runner account"]["status"] == "warn", checks["runner account"]
+    assert "not the executor role" in checks["runner account"]["detail"]
+    assert "--runner --apply" in checks["runner account"]["hint"]
+    code, checks = doctor(server.url_for("run"), capsys)
+    assert checks["runner account"]["status"] == "warn", checks["runner account"]
+    assert "not the executor role" in checks["runner account"]["detail"]
+    grant_kind(server, "runner", server.names["run"])
+    code, checks = doctor(server.url, capsys, "--runner-account", server.names["run"])
+    assert checks["runner account"]["status"] == "ok", checks["runner account"]
+    code, checks = doctor(server.url_for("run"), capsys)
+    assert "may run jobs itself" in checks["runner account"]["detail"]
     code, checks = doctor(server.url, capsys, "--runner-account", server.names["alice"])
     assert checks["runner account"]["status"] == "fail"
     assert "--runner --apply" in checks["runner account"]["hint"]

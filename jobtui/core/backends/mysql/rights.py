@@ -29,6 +29,7 @@ def current_rights(conn: Connection, database: str) -> Rights:
         granted=tuple(k for k, r in roles.items() if r in applicable),
         active=tuple(k for k, r in roles.items() if r in enabled),
         superuser=any(g.startswith(ALL_ON_EVERYTHING) for g in grants),
+        executor=accounts.executor_role(database) in applicable,
     )
 
 
@@ -60,8 +61,10 @@ def account_rights(conn: Connection, account: str, database: str) -> Rights | No
         for k, r in roles.items()
         if any(g.startswith(f"SET DEFAULT ROLE `{r}` FOR ") for g in grants)
     )
+    executor = f"GRANT `{accounts.executor_role(database)}` TO "
     return Rights(
         granted=granted,
         active=active,
         superuser=any(g.startswith(ALL_ON_EVERYTHING) for g in grants),
+        executor=any(g.startswith(executor) for g in grants),
     )
