@@ -60,7 +60,7 @@ class Session:
         try:
             cid = self.backend.connection_id(conn)
             if role:
-                self._narrow(conn, again=False)
+                self._narrow(conn)
         except Exception:
             conn.close()
             raise
@@ -142,12 +142,11 @@ class Session:
             )
             self.discard_executor()
 
-    def _narrow(self, conn: Connection, *, again: bool = True) -> None:
+    def _narrow(self, conn: Connection) -> None:
         """Set the executor role on ``conn`` (``Backend.executor_session``). After the
-        account was found without it, not asked for again (``again``: after a reset) for
-        ROLE_RETRY seconds; the connection keeps the account's default role meanwhile,
-        as after a refusal."""
-        if again and time.monotonic() < self.role_retry:
+        account was found without it, not asked for again for ROLE_RETRY seconds; the
+        connection keeps the account's default role meanwhile, as after a refusal."""
+        if time.monotonic() < self.role_retry:
             return
         if not self.backend.executor_session(conn, self.role):
             self.role_retry = time.monotonic() + ROLE_RETRY
